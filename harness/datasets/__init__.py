@@ -1,0 +1,1 @@
+"""Dataset loaders: JSONL and CSV files with ragas field names, and the bundled sample."""

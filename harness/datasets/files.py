@@ -1,0 +1,205 @@
+"""JSONL and CSV datasets, read as a stream so that files of any size fit in memory."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.datasets.records import RecordParser, field_map
+from harness.errors import DatasetError
+from harness.types import RagSample
+
+_BLOCK = 1 << 20
+
+
+class FileDataset:
+    """Common reading machinery: streaming, content hash, progress by bytes.
+
+    Args:
+        path: The file to read.
+        fields: Harness field -> column name, for files that use other names,
+            e.g. ``{user_input: question, retrieved_contexts: contexts}``.
+    """
+
+    format = "file"
+
+    def __init__(self, path: str | os.PathLike[str] | None, fields: Mapping[str, str] | None = None):
+        if path is None or str(path) == "":
+            raise DatasetError(
+                f"dataset={self.format}", "no file given; set dataset.path=FILE"
+            )
+        self.path = Path(path).expanduser()
+        self.fields = field_map(fields)
+        self.bytes_read = 0
+        self._hasher = hashlib.sha256()
+        self._complete = False
+
+    def check(self) -> None:
+        """Fail early, before any work, when the file cannot be read."""
+        if not self.path.is_file():
+            what = "is a directory, not a file" if self.path.is_dir() else "file not found"
+            raise DatasetError(str(self.path), what)
+        if not os.access(self.path, os.R_OK):
+            raise DatasetError(str(self.path), "file is not readable")
+
+    @property
+    def size_bytes(self) -> int:
+        """Size of the file, for progress."""
+        return self.path.stat().st_size
+
+    def describe(self) -> dict[str, Any]:
+        """What a reader of the outputs needs to know about the data."""
+        return {"format": self.format, "path": str(self.path)}
+
+    def sha256(self) -> str:
+        """Content hash of the whole file (computed while reading when read to the end)."""
+        if self._complete:
+            return self._hasher.hexdigest()
+        hasher = hashlib.sha256()
+        with open(self.path, "rb") as f:
+            while block := f.read(_BLOCK):
+                hasher.update(block)
+        return hasher.hexdigest()
+
+    def _lines(self) -> Iterator[tuple[int, str]]:
+        """Yield ``(1-based line number, decoded line with its newline)``."""
+        self._hasher, self._complete, self.bytes_read = hashlib.sha256(), False, 0
+        number = 0
+        with open(self.path, "rb") as f:
+            rest = b""
+            while block := f.read(_BLOCK):
+                self._hasher.update(block)
+                parts = (rest + block).split(b"\n")
+                rest = parts.pop()
+                for part in parts:
+                    number += 1
+                    self.bytes_read += len(part) + 1
+                    yield number, self._decode(part + b"\n", number)
+            if rest:
+                number += 1
+                self.bytes_read += len(rest)
+                yield number, self._decode(rest, number)
+        self._complete = True
+
+    def _decode(self, raw: bytes, number: int) -> str:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DatasetError(
+                str(self.path),
+                f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+                "save the file as UTF-8",
+                line=number,
+            ) from None
+        if number == 1 and text.startswith("\ufeff"):
+            text = text[1:]
+        return text
+
+    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+        """Yield validated samples in file order, at most ``limit``."""
+        raise NotImplementedError
+
+    def batches(self, batch_size: int, limit: int | None = None) -> Iterator[list[RagSample]]:
+        """Yield lists of at most ``batch_size`` samples, at most ``limit`` in all."""
+        batch: list[RagSample] = []
+        for sample in self.samples(limit):
+            batch.append(sample)
+            if len(batch) >= batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+class JsonlDataset(FileDataset):
+    """One JSON object per line, fields named as in ragas (``dataset=jsonl``).
+
+    Blank lines are skipped. A record without ``id`` gets its 0-based line index.
+    """
+
+    format = "jsonl"
+
+    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+        """Yield validated samples in file order, at most ``limit``."""
+        parser = RecordParser(str(self.path), self.fields, cells_are_text=False)
+        count = 0
+        for number, text in self._lines():
+            if limit is not None and count >= limit:
+                return
+            if not text.strip():
+                continue
+            try:
+                raw = json.loads(text)
+            except ValueError as e:
+                raise DatasetError(
+                    str(self.path), f"not valid JSON ({e.msg} at column {e.colno})", line=number
+                ) from None
+            yield parser.parse(raw, number - 1, number)
+            count += 1
+
+
+class CsvDataset(FileDataset):
+    """A CSV file with a header row (``dataset=csv``).
+
+    List fields (``retrieved_contexts``, ids, ...) hold a JSON list, or the Python-literal
+    list that ragas's ``to_csv`` writes. An empty cell means the field is absent. A row
+    without ``id`` gets its 0-based row index.
+
+    Args:
+        path: The file to read.
+        fields: Harness field -> column name.
+        delimiter: The column separator.
+    """
+
+    format = "csv"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        fields: Mapping[str, str] | None = None,
+        delimiter: str = ",",
+    ) -> None:
+        super().__init__(path, fields)
+        self.delimiter = delimiter
+
+    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+        """Yield validated samples in file order, at most ``limit``."""
+        parser = RecordParser(str(self.path), self.fields, cells_are_text=True)
+        lines = self._lines()
+        reader = csv.reader((text for _, text in lines), delimiter=self.delimiter, strict=True)
+        try:
+            header = next(reader, None)
+            if header is None:
+                return
+            for index, row in enumerate(reader):
+                if limit is not None and index >= limit:
+                    return
+                if len(row) != len(header):
+                    if not any(cell.strip() for cell in row):
+                        continue
+                    raise DatasetError(
+                        str(self.path),
+                        f"has {len(row)} columns but the header has {len(header)}",
+                        line=reader.line_num,
+                    )
+                yield parser.parse(dict(zip(header, row)), index, reader.line_num)
+        except csv.Error as e:
+            raise DatasetError(str(self.path), f"malformed CSV ({e})", line=reader.line_num) from None
+
+
+class SampleDataset(JsonlDataset):
+    """The small dataset bundled with the package (``dataset=sample``, the default).
+
+    30 hand-written questions with every field any variant needs; see
+    ``harness/data/SOURCE.md`` for its source and licence (CC0).
+    """
+
+    format = "sample"
+
+    def __init__(self) -> None:
+        super().__init__(Path(__file__).resolve().parents[1] / "data" / "sample_rag.jsonl")

@@ -1,0 +1,1 @@
+"""Context-precision metric variants and the one ranking aggregation they share."""

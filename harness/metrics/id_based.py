@@ -1,0 +1,86 @@
+"""ID-based context precision: ragas's set precision and our rank-aware variant."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from harness.errors import ConfigError
+from harness.metrics.base import missing_fields
+from harness.metrics.ranking import average_precision, set_precision
+from harness.types import RagSample, SampleResult, unscored
+
+Aggregate = Literal["set_precision", "average_precision"]
+
+
+class IdContextPrecision:
+    """Relevance by id membership: a retrieved id is relevant iff it is a reference id.
+
+    With ``aggregate="set_precision"`` this is ragas ``IDBasedContextPrecision``:
+    ``|set(retrieved) & set(reference)| / |set(retrieved)|`` after ``str()``, duplicates
+    collapsed, not rank-aware, an empty retrieved list unscored. With
+    ``aggregate="average_precision"`` it is average precision over the retrieved order
+    (METRICS.md section 1); a repeated id counts as not relevant after its first rank, and
+    an empty retrieved list scores 0.0 (a retriever that returns nothing ranks nothing
+    relevant).
+
+    Args:
+        name: The metric option name, recorded in outputs.
+        aggregate: ``set_precision`` (ragas parity) or ``average_precision`` (rank-aware).
+        eps: Added to the average-precision denominator (0 by default).
+        min_grade: Where the dataset carries graded relevance
+            (``reference_context_grades``, e.g. BEIR qrels), the minimum grade that counts
+            as relevant. Ignored when the dataset has no grades.
+    """
+
+    requires = frozenset({"retrieved_context_ids", "reference_context_ids"})
+
+    def __init__(
+        self,
+        name: str,
+        aggregate: Aggregate = "set_precision",
+        eps: float = 0.0,
+        min_grade: float = 1,
+    ) -> None:
+        if aggregate not in ("set_precision", "average_precision"):
+            raise ConfigError(
+                f"metric.aggregate: expected 'set_precision' or 'average_precision', "
+                f"got {aggregate!r}"
+            )
+        if eps < 0:
+            raise ConfigError(f"metric.eps: expected a number >= 0, got {eps!r}")
+        self.name, self.aggregate, self.eps, self.min_grade = name, aggregate, eps, min_grade
+
+    def relevant_ids(self, sample: RagSample) -> set[str]:
+        """The reference ids that count as relevant (grade >= ``min_grade`` when graded)."""
+        ids = sample.reference_context_ids or ()
+        grades = sample.reference_context_grades
+        if grades is None:
+            return set(ids)
+        return {i for i, g in zip(ids, grades, strict=True) if g >= self.min_grade}
+
+    def score_batch(self, samples: Sequence[RagSample]) -> list[SampleResult]:
+        """Score each sample by id membership."""
+        return [self.score_one(s) for s in samples]
+
+    def score_one(self, sample: RagSample) -> SampleResult:
+        """Score one sample."""
+        why = missing_fields(sample, self.requires)
+        if why:
+            return unscored(sample.id, why)
+        retrieved = sample.retrieved_context_ids or ()
+        relevant = self.relevant_ids(sample)
+        verdicts = [1 if r in relevant else 0 for r in retrieved]
+        if self.aggregate == "set_precision":
+            if not retrieved:
+                return unscored(sample.id, "retrieved_context_ids is empty")
+            distinct = dict.fromkeys(retrieved)
+            score = set_precision([1 if r in relevant else 0 for r in distinct])
+        else:
+            seen: set[str] = set()
+            for k, r in enumerate(retrieved):
+                if r in seen:
+                    verdicts[k] = 0
+                seen.add(r)
+            score = average_precision(verdicts, self.eps)
+        return SampleResult(sample.id, score, verdicts, None, {"retrieved_context_ids": list(retrieved)})

@@ -1,0 +1,250 @@
+"""From a composed Hydra config to outputs: build the parts, evaluate, write, log.
+
+Only this module and ``cli`` know about Hydra.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from harness import __version__
+from harness.errors import ConfigError, DatasetError, HarnessError, RunFailed, closest
+from harness.evaluation import Tally, evaluate
+from harness.tracking.base import RunRecord, TrackedRun
+
+#: Config subtrees that decide the scores; logged as MLflow params.
+PARAM_GROUPS = ("dataset", "metric", "run")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The ``run`` block of the config.
+
+    Args:
+        seed: Random seed for anything sampled (recorded for replay).
+        limit: Score only the first N samples (smoke runs); null for all.
+        batch_size: Samples scored per batch (memory stays flat on any file size).
+        max_unscored_frac: Fail the run (exit code 3, outputs still written) when more
+            than this fraction of samples is unscored; null for no limit.
+        progress: Show a progress bar on stderr for work longer than a second.
+        quiet: Print nothing but errors (for CI logs).
+    """
+
+    seed: int = 0
+    limit: int | None = None
+    batch_size: int = 1024
+    max_unscored_frac: float | None = None
+    progress: bool = True
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 0:
+            raise ConfigError(f"run.limit: expected a number >= 0 or null, got {self.limit}")
+        if self.batch_size < 1:
+            raise ConfigError(f"run.batch_size: expected a number >= 1, got {self.batch_size}")
+        frac = self.max_unscored_frac
+        if frac is not None and not 0.0 <= frac <= 1.0:
+            raise ConfigError(f"run.max_unscored_frac: expected a number in [0, 1], got {frac}")
+
+    @classmethod
+    def from_config(cls, run: Any) -> RunSettings:
+        """Read the ``run`` block; unknown keys get a did-you-mean."""
+        values = dict(OmegaConf.to_container(run, resolve=True)) if run is not None else {}
+        names = [f.name for f in dataclasses.fields(cls)]
+        for key in values:
+            if key not in names:
+                raise ConfigError(f"run.{key}: unknown setting{closest(key, names)}")
+        return cls(**values)
+
+
+@dataclass
+class Parts:
+    """The instantiated components of one run."""
+
+    dataset: Any
+    metric: Any
+    tracker: Any
+    settings: RunSettings
+
+
+def _instantiate(cfg: DictConfig, group: str) -> Any:
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    try:
+        return instantiate(cfg[group], _convert_="all")
+    except InstantiationException as e:
+        cause = e.__cause__
+        if isinstance(cause, HarnessError):
+            raise cause from None
+        message = str(cause or e).strip().splitlines()[-1]
+        raise ConfigError(f"{group}: {message}") from None
+
+
+def build(cfg: DictConfig) -> Parts:
+    """Instantiate each group; check everything that can fail before any work."""
+    settings = RunSettings.from_config(cfg.get("run"))
+    dataset = _instantiate(cfg, "dataset")
+    dataset.check()
+    metric = _instantiate(cfg, "metric")
+    tracker = _instantiate(cfg, "tracking")
+    return Parts(dataset, metric, tracker, settings)
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, str]:
+    """Flatten nested config into ``{"a.b": "value"}`` strings, skipping ``_target_``."""
+    out: dict[str, str] = {}
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            if key == "_target_":
+                continue
+            out.update(flatten(value, f"{prefix}{key}."))
+    elif isinstance(tree, list):
+        out[prefix[:-1]] = json.dumps(tree)
+    else:
+        out[prefix[:-1]] = "null" if tree is None else str(tree)
+    return out
+
+
+def _progress(parts: Parts) -> tuple[Any, Any]:
+    if parts.settings.quiet or not parts.settings.progress:
+        return None, None
+    from tqdm import tqdm
+
+    size = getattr(parts.dataset, "size_bytes", None)
+    bar = tqdm(
+        total=size, unit="B", unit_scale=True, delay=1.0, file=sys.stderr, desc="scoring",
+        dynamic_ncols=True,
+    )
+
+    def update(tally: Tally) -> None:
+        bar.update(parts.dataset.bytes_read - bar.n)
+        bar.set_postfix(samples=tally.n_samples, refresh=False)
+
+    return bar, update
+
+
+def run(cfg: DictConfig) -> float | None:
+    """Run one evaluation job; return the mean score (the objective for sweepers)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra/") and v}
+    parts = build(cfg)
+    metric_name = choices.get("metric", parts.metric.name)
+    tags = {f"choice.{k}": str(v) for k, v in choices.items()}
+    tags["harness.version"] = __version__
+    if hc.mode == RunMode.MULTIRUN:
+        tags["hydra.sweep_dir"], tags["hydra.job_num"] = str(hc.sweep.dir), str(hc.job.num)
+    run_name = hc.job.override_dirname or "default"
+    parts.tracker.begin(run_name, tags, multirun=hc.mode == RunMode.MULTIRUN)
+
+    samples_path = out_dir / "samples.jsonl"
+    bar, update = _progress(parts)
+    try:
+        with open(samples_path, "w", encoding="utf-8") as sink:
+            batches = parts.dataset.batches(parts.settings.batch_size, parts.settings.limit)
+            tally = evaluate(batches, parts.metric, sink, update)
+    except BaseException as e:
+        getattr(parts.tracker, "abort", lambda: None)()
+        if isinstance(e, DatasetError):
+            samples_path.unlink(missing_ok=True)  # a malformed input: no partial results
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    if tally.n_samples == 0:
+        getattr(parts.tracker, "abort", lambda: None)()
+        samples_path.unlink(missing_ok=True)
+        raise DatasetError(str(getattr(parts.dataset, "path", "dataset")), "contains no records")
+
+    used = {g: OmegaConf.to_container(cfg[g], resolve=True) for g in PARAM_GROUPS if g in cfg}
+    sha = parts.dataset.sha256()
+    summary: dict[str, Any] = {
+        **tally.summary(),
+        "metric": metric_name,
+        "options": choices,
+        "config": used,
+        "dataset": {**parts.dataset.describe(), "sha256": sha},
+        "tracking": parts.tracker.describe(),
+        "harness_version": __version__,
+        "output_dir": str(out_dir),
+    }
+    summary_path = out_dir / "summary.json"
+    summary_path.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    config_path = out_dir / "config.yaml"
+    config_path.write_text(
+        OmegaConf.to_yaml({k: cfg[k] for k in cfg if k != "hydra"}, resolve=True), "utf-8"
+    )
+
+    params: dict[str, str] = {}
+    for group, tree in used.items():
+        params.update(flatten(tree, f"{group}."))
+    metrics = {
+        "mean": tally.mean,
+        "n_samples": tally.n_samples,
+        "n_scored": tally.n_scored,
+        "n_unscored": tally.n_unscored,
+        "duration_s": tally.duration_s,
+    }
+    record = RunRecord(
+        params=params,
+        metrics={k: float(v) for k, v in metrics.items() if v is not None},
+        tags={**tags, "dataset.sha256": sha},
+        artifacts=[str(config_path), str(samples_path), str(summary_path)],
+    )
+    tracked = parts.tracker.finish(record)
+    if not parts.settings.quiet:
+        print(render_summary(summary, tracked))
+    frac = parts.settings.max_unscored_frac
+    if frac is not None and tally.n_unscored > frac * tally.n_samples:
+        raise RunFailed(
+            f"{tally.n_unscored} of {tally.n_samples} samples are unscored, more than "
+            f"run.max_unscored_frac={frac}; see {samples_path}"
+        )
+    return tally.mean
+
+
+def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
+    """The table printed at the end of a run."""
+    mean = summary["mean"]
+    rows = [
+        ("metric", summary["metric"]),
+        ("dataset", f"{summary['options'].get('dataset', '?')} ({summary['dataset']['path']})"),
+        ("mean", "n/a (nothing scored)" if mean is None else f"{mean:.4f}"),
+        ("scored", f"{summary['n_scored']} / {summary['n_samples']}"),
+    ]
+    for reason, count in summary["unscored_reasons"].items():
+        rows.append(("unscored", f"{count} × {reason}"))
+    rate = summary["samples_per_s"]
+    rows.append(("time", f"{summary['duration_s']:.3f} s" + (f" ({rate:,.0f} samples/s)" if rate else "")))
+    rows.append(("outputs", summary["output_dir"]))
+    if tracked is not None:
+        rows.append(("mlflow run", f"{tracked.run_id} (experiment {tracked.experiment_id})"))
+        rows.append(("mlflow store", summary["tracking"]["tracking_uri"]))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def main(cfg: DictConfig) -> float | None:
+    """Hydra task function: report ``HarnessError`` as one line and a non-zero exit."""
+    try:
+        return run(cfg)
+    except RunFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(3)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

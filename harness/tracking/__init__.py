@@ -1,0 +1,1 @@
+"""Experiment tracking: MLflow, or nothing."""

@@ -1,0 +1,186 @@
+"""MLflow tracking. ``import mlflow`` costs about 2 s, so it happens only here, and by
+default in a background process started before the evaluation, so that the import and
+the opening of the store overlap with the work instead of adding to it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from harness.errors import TrackingError
+from harness.tracking.base import RunRecord, TrackedRun
+
+_CLIENTS: dict[str, Any] = {}
+_PREWARMED: subprocess.Popen[str] | None = None
+
+
+def _spawn_worker() -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.tracking.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def prewarm() -> None:
+    """Start the background logger now, before the config is even composed.
+
+    The helper imports MLflow while Hydra composes and the evaluation runs; if the run
+    turns out not to track to MLflow, ``discard_prewarmed`` ends it unused.
+    """
+    global _PREWARMED
+    if _PREWARMED is None:
+        _PREWARMED = _spawn_worker()
+
+
+def discard_prewarmed() -> None:
+    """End a prewarmed helper that no run claimed (it exits on end-of-input)."""
+    global _PREWARMED
+    proc, _PREWARMED = _PREWARMED, None
+    if proc is not None:
+        proc.communicate("")
+
+
+def redact_uri(uri: str) -> str:
+    """Drop credentials from a URI (``scheme://user:pass@host`` -> ``scheme://***@host``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return uri
+
+
+def client(uri: str) -> Any:
+    """A cached ``MlflowClient`` for ``uri`` (the store opens once per process)."""
+    if uri not in _CLIENTS:
+        from mlflow.tracking import MlflowClient
+
+        _CLIENTS[uri] = MlflowClient(tracking_uri=uri)
+    return _CLIENTS[uri]
+
+
+def ensure_experiment(uri: str, name: str) -> str:
+    """Return the id of experiment ``name``, creating it if needed (race-safe)."""
+    from mlflow.exceptions import MlflowException
+
+    c = client(uri)
+    exp = c.get_experiment_by_name(name)
+    if exp is not None:
+        return str(exp.experiment_id)
+    try:
+        return str(c.create_experiment(name))
+    except MlflowException:
+        exp = c.get_experiment_by_name(name)  # another process created it meanwhile
+        if exp is None:
+            raise
+        return str(exp.experiment_id)
+
+
+def open_run(uri: str, experiment: str, run_name: str, tags: dict[str, str]) -> tuple[str, str]:
+    """Create a RUNNING run; return ``(run_id, experiment_id)``."""
+    experiment_id = ensure_experiment(uri, experiment)
+    run = client(uri).create_run(experiment_id, run_name=run_name, tags=tags)
+    return run.info.run_id, experiment_id
+
+
+def close_run(uri: str, run_id: str, record: RunRecord) -> None:
+    """Log params, metrics, tags and artifacts of ``record``, then end the run."""
+    import time
+
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
+
+    c = client(uri)
+    now = int(time.time() * 1000)
+    params = [Param(k, v) for k, v in record.params.items() if len(v) <= MAX_PARAM_VAL_LENGTH]
+    tags = [RunTag(k, v) for k, v in record.tags.items()]
+    metrics = [Metric(k, float(v), now, 0) for k, v in record.metrics.items()]
+    step = MAX_PARAMS_TAGS_PER_BATCH
+    for i in range(0, max(len(params), len(tags), 1), step):
+        c.log_batch(run_id, params=params[i : i + step], tags=tags[i : i + step])
+    for i in range(0, len(metrics), 1000):
+        c.log_batch(run_id, metrics=metrics[i : i + 1000])
+    for path in record.artifacts:
+        c.log_artifact(run_id, path)
+    c.set_terminated(run_id, record.status)
+
+
+class MlflowTracker:
+    """Log each run to MLflow (``tracking=mlflow``, the default).
+
+    Args:
+        tracking_uri: The store; by default ``$MLFLOW_TRACKING_URI`` or
+            ``sqlite:///mlflow.db`` in the working directory (MLflow's own default).
+        experiment: The MLflow experiment name.
+        background: Open the store in a helper process while the evaluation runs
+            (``auto``: for single runs; multirun jobs reuse one in-process client).
+    """
+
+    def __init__(self, tracking_uri: str, experiment: str, background: str | bool = "auto") -> None:
+        if not tracking_uri:
+            raise TrackingError("tracking.tracking_uri is empty")
+        self.tracking_uri, self.experiment = tracking_uri, experiment
+        self.background = background
+        self._proc: subprocess.Popen[str] | None = None
+        self._pending: tuple[str, dict[str, str]] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """Non-secret settings."""
+        return {
+            "backend": "mlflow",
+            "tracking_uri": redact_uri(self.tracking_uri),
+            "experiment": self.experiment,
+        }
+
+    def begin(self, run_name: str, tags: dict[str, str], *, multirun: bool = False) -> None:
+        """Start opening the run: in a helper process, or remember it for ``finish``."""
+        use_worker = self.background is True or (self.background == "auto" and not multirun)
+        if not use_worker:
+            self._pending = (run_name, tags)
+            return
+        global _PREWARMED
+        self._proc, _PREWARMED = _PREWARMED or _spawn_worker(), None
+        header = {
+            "uri": self.tracking_uri,
+            "experiment": self.experiment,
+            "run_name": run_name,
+            "tags": tags,
+        }
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(header) + "\n")
+        self._proc.stdin.flush()
+
+    def finish(self, record: RunRecord) -> TrackedRun:
+        """Log ``record`` and close the run; raise ``TrackingError`` if MLflow failed."""
+        if self._proc is None:
+            run_name, tags = self._pending or ("default", {})
+            try:
+                run_id, exp_id = open_run(self.tracking_uri, self.experiment, run_name, tags)
+                close_run(self.tracking_uri, run_id, record)
+            except Exception as e:  # MLflow raises many types; report them as one
+                raise TrackingError(f"MLflow logging failed: {e}") from e
+            return TrackedRun(run_id, exp_id, self.tracking_uri)
+        proc, self._proc = self._proc, None
+        out, err = proc.communicate(json.dumps(record.to_json()) + "\n")
+        if proc.returncode != 0:
+            lines = [line for line in err.strip().splitlines() if line.strip()]
+            raise TrackingError(
+                f"MLflow logging failed ({redact_uri(self.tracking_uri)}): "
+                + (lines[-1] if lines else f"exit code {proc.returncode}")
+            )
+        result = json.loads(out.strip().splitlines()[-1])
+        return TrackedRun(result["run_id"], result["experiment_id"], self.tracking_uri)
+
+    def abort(self) -> None:
+        """Close the background run as KILLED (the helper sees end-of-input)."""
+        if self._proc is not None:
+            proc, self._proc = self._proc, None
+            proc.communicate("")
