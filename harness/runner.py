@@ -5,7 +5,6 @@ Only this module and ``cli`` know about Hydra.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -15,9 +14,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from harness import __version__
-from harness.errors import ConfigError, DatasetError, HarnessError, RunFailed, closest
+from harness.errors import ConfigError, DatasetError, HarnessError, RunFailed
 from harness.evaluation import Tally, evaluate
 from harness.tracking.base import RunRecord, TrackedRun
+from harness.validation import check_arguments
 
 #: Config subtrees that decide the scores; logged as MLflow params.
 PARAM_GROUPS = ("dataset", "metric", "run")
@@ -57,10 +57,7 @@ class RunSettings:
     def from_config(cls, run: Any) -> RunSettings:
         """Read the ``run`` block; unknown keys get a did-you-mean."""
         values = dict(OmegaConf.to_container(run, resolve=True)) if run is not None else {}
-        names = [f.name for f in dataclasses.fields(cls)]
-        for key in values:
-            if key not in names:
-                raise ConfigError(f"run.{key}: unknown setting{closest(key, names)}")
+        check_arguments("run", cls, values)
         return cls(**values)
 
 
@@ -76,8 +73,26 @@ class Parts:
 
 def _instantiate(cfg: DictConfig, group: str) -> Any:
     from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
+    from hydra.utils import get_method, instantiate
 
+    from omegaconf.errors import OmegaConfBaseException
+
+    missing = sorted(OmegaConf.missing_keys(cfg[group]))
+    if missing:
+        raise ConfigError(
+            f"{group}: no value for {', '.join(missing)}; "
+            f"set it on the command line, e.g. {missing[0]}=..."
+        )
+    try:
+        node = OmegaConf.to_container(cfg[group], resolve=True)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"{group}: {str(e).splitlines()[0]}") from None
+    if isinstance(node, dict) and "_target_" in node:
+        try:
+            target = get_method(node["_target_"])
+        except Exception as e:
+            raise ConfigError(f"{group}._target_: cannot import {node['_target_']!r} ({e})") from None
+        check_arguments(group, target, node)
     try:
         return instantiate(cfg[group], _convert_="all")
     except InstantiationException as e:
@@ -154,16 +169,18 @@ def run(cfg: DictConfig) -> float | None:
         with open(samples_path, "w", encoding="utf-8") as sink:
             batches = parts.dataset.batches(parts.settings.batch_size, parts.settings.limit)
             tally = evaluate(batches, parts.metric, sink, update)
-    except BaseException as e:
-        getattr(parts.tracker, "abort", lambda: None)()
-        if isinstance(e, DatasetError):
-            samples_path.unlink(missing_ok=True)  # a malformed input: no partial results
+    except HarnessError:
+        parts.tracker.abort("DELETE")  # bad input: no run, no partial results
+        samples_path.unlink(missing_ok=True)
+        raise
+    except BaseException:
+        parts.tracker.abort("KILLED")  # interrupted: partial samples.jsonl stays
         raise
     finally:
         if bar is not None:
             bar.close()
     if tally.n_samples == 0:
-        getattr(parts.tracker, "abort", lambda: None)()
+        parts.tracker.abort("DELETE")
         samples_path.unlink(missing_ok=True)
         raise DatasetError(str(getattr(parts.dataset, "path", "dataset")), "contains no records")
 

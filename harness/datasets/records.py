@@ -21,6 +21,8 @@ def field_map(fields: Mapping[str, str] | None) -> dict[str, str]:
     """Validate a user's ``harness field -> source column`` mapping; fill in the identity."""
     mapping = {f: f for f in ("id", *SAMPLE_FIELDS)}
     for ours, theirs in (fields or {}).items():
+        if theirs is None and ours in mapping:
+            continue
         if ours not in mapping:
             raise ConfigError(
                 f"dataset.fields: unknown field {ours!r}{closest(ours, mapping)}; "

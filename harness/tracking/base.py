@@ -49,6 +49,10 @@ class Tracker(Protocol):
         """Log ``record`` into the run opened by ``begin`` and close it."""
         ...
 
+    def abort(self, status: str = "KILLED") -> None:
+        """End the run without results (``KILLED``, ``FAILED`` or ``DELETE``)."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """Non-secret settings, for the summary."""
         ...
@@ -63,6 +67,9 @@ class NullTracker:
     def finish(self, record: RunRecord) -> TrackedRun | None:
         """Do nothing."""
         return None
+
+    def abort(self, status: str = "KILLED") -> None:
+        """Do nothing."""
 
     def describe(self) -> dict[str, Any]:
         """No settings."""

@@ -179,8 +179,14 @@ class MlflowTracker:
         result = json.loads(out.strip().splitlines()[-1])
         return TrackedRun(result["run_id"], result["experiment_id"], self.tracking_uri)
 
-    def abort(self) -> None:
-        """Close the background run as KILLED (the helper sees end-of-input)."""
+    def abort(self, status: str = "KILLED") -> None:
+        """End the run opened by ``begin`` without results.
+
+        Args:
+            status: ``KILLED`` (interrupted), ``FAILED``, or ``DELETE`` for a run that
+                never got past bad input and should not litter the experiment.
+        """
+        self._pending = None
         if self._proc is not None:
             proc, self._proc = self._proc, None
-            proc.communicate("")
+            proc.communicate(json.dumps({"abort": status}) + "\n")

@@ -1,0 +1,55 @@
+"""Shared fixtures: composing the config, and running the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+SHARED = ROOT.parent / "shared"
+
+
+@dataclass
+class CliResult:
+    """A finished CLI run."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    out_dir: Path
+
+    def summary(self) -> dict:
+        return json.loads((self.out_dir / "summary.json").read_text("utf-8"))
+
+    def rows(self) -> list[dict]:
+        text = (self.out_dir / "samples.jsonl").read_text("utf-8")
+        return [json.loads(line) for line in text.splitlines()]
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> CliResult:
+    """Run ``python -m harness ARGS`` with outputs in ``cwd/out``."""
+    out_dir = cwd / "out"
+    full_env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", *args, f"hydra.run.dir={out_dir}", "run.progress=false"],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr, out_dir)
+
+
+@pytest.fixture(scope="session")
+def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One SQLite MLflow store for the session (creating the schema costs seconds)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"

@@ -1,0 +1,243 @@
+"""The CLI end to end, in a subprocess: outputs, the MLflow store, and bad input."""
+
+import hashlib
+import json
+import math
+
+import pytest
+from rapidfuzz import distance
+
+from conftest import ROOT, run_cli
+from harness.metrics.ranking import average_precision
+
+pytestmark = pytest.mark.slow
+SAMPLE = ROOT / "harness" / "data" / "sample_rag.jsonl"
+
+
+def sample_rows():
+    return [json.loads(line) for line in SAMPLE.read_text("utf-8").splitlines()]
+
+
+def ragas_id_precision(retrieved, reference):
+    retrieved, reference = {str(r) for r in retrieved}, {str(r) for r in reference}
+    return len(retrieved & reference) / len(retrieved)
+
+
+def test_default_job_logs_everything_to_mlflow(tmp_path, mlflow_store):
+    result = run_cli("metric=id_based", cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store})
+    assert result.returncode == 0, result.stderr
+
+    data = sample_rows()
+    rows = result.rows()
+    assert [r["id"] for r in rows] == [d["id"] for d in data]
+    for r, d in zip(rows, data, strict=True):
+        assert list(r)[:4] == ["id", "score", "verdicts", "error"]
+        assert r["score"] == ragas_id_precision(d["retrieved_context_ids"], d["reference_context_ids"])
+        assert r["verdicts"] == [int(i in d["reference_context_ids"]) for i in d["retrieved_context_ids"]]
+        assert r["error"] is None
+
+    summary = result.summary()
+    assert summary["metric"] == "id_based"
+    assert (summary["n_samples"], summary["n_scored"], summary["n_unscored"]) == (30, 30, 0)
+    assert summary["mean"] == math.fsum(r["score"] for r in rows) / 30
+    assert summary["options"] == {"dataset": "sample", "metric": "id_based", "tracking": "mlflow"}
+    assert summary["config"]["metric"]["aggregate"] == "set_precision"
+    assert f"{summary['mean']:.4f}" in result.stdout
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_store)
+    exp = client.get_experiment_by_name("default")
+    [run] = client.search_runs([exp.experiment_id], filter_string="tags.`choice.metric` = 'id_based'",
+                               order_by=["attributes.start_time DESC"], max_results=1)
+    assert run.info.run_id in result.stdout
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["mean"] == summary["mean"]
+    assert run.data.metrics["n_scored"] == 30 and run.data.metrics["n_unscored"] == 0
+    assert run.data.params["metric.aggregate"] == "set_precision"
+    assert run.data.params["run.seed"] == "0"
+    assert run.data.tags["choice.dataset"] == "sample"
+    assert run.data.tags["harness.version"]
+    assert run.data.tags["dataset.sha256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+    names = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert names == {"config.yaml", "samples.jsonl", "summary.json"}
+    local = client.download_artifacts(run.info.run_id, "summary.json", str(tmp_path / "dl"))
+    assert json.loads(open(local, encoding="utf-8").read())["mean"] == summary["mean"]
+
+
+def test_default_store_is_sqlite_in_the_working_directory(tmp_path):
+    result = run_cli("metric=id_ranked", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "mlflow.db").is_file()
+    data = sample_rows()
+    for r, d in zip(result.rows(), data, strict=True):
+        rel = set(d["reference_context_ids"])
+        assert r["score"] == average_precision([int(i in rel) for i in d["retrieved_context_ids"]], 0.0)
+
+
+def test_tracking_none_logs_nothing(tmp_path):
+    result = run_cli("metric=id_based", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+    assert result.summary()["n_scored"] == 30
+    assert "mlflow run" not in result.stdout
+
+
+def test_non_llm_rows_carry_similarities(tmp_path):
+    result = run_cli("metric=non_llm", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for r, d in zip(result.rows(), sample_rows(), strict=True):
+        sims = [
+            max(1 - distance.Levenshtein.normalized_distance(c, ref) for ref in d["reference_contexts"])
+            for c in d["retrieved_contexts"]
+        ]
+        assert r["similarities"] == sims
+        assert r["score"] == average_precision([int(s >= 0.5) for s in sims], 1e-10)
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_unscored_samples_are_counted_never_zero(tmp_path):
+    path = write_jsonl(tmp_path / "d.jsonl", [
+        {"retrieved_context_ids": ["a", "b"], "reference_context_ids": ["b"]},
+        {"retrieved_context_ids": [], "reference_context_ids": ["b"]},
+        {"retrieved_context_ids": ["a"]},
+    ])
+    result = run_cli("dataset=jsonl", f"dataset.path={path}", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = result.rows()
+    assert [r["score"] for r in rows] == [0.5, None, None]
+    assert rows[1]["error"] == "retrieved_context_ids is empty"
+    assert rows[2]["error"] == "missing field reference_context_ids"
+    summary = result.summary()
+    assert (summary["n_scored"], summary["n_unscored"], summary["mean"]) == (1, 2, 0.5)
+    assert summary["unscored_reasons"] == {
+        "retrieved_context_ids is empty": 1, "missing field reference_context_ids": 1,
+    }
+
+
+def test_max_unscored_frac_fails_the_run_but_keeps_outputs(tmp_path):
+    path = write_jsonl(tmp_path / "d.jsonl", [
+        {"retrieved_context_ids": ["a"], "reference_context_ids": ["a"]},
+        {"retrieved_context_ids": [], "reference_context_ids": ["a"]},
+    ])
+    result = run_cli("dataset=jsonl", f"dataset.path={path}", "tracking=none",
+                     "run.max_unscored_frac=0.2", cwd=tmp_path)
+    assert result.returncode == 3
+    assert "1 of 2 samples are unscored" in result.stderr
+    assert result.summary()["n_unscored"] == 1
+
+
+def test_csv_dataset_with_field_mapping(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text('qid,got,gold\nq1,"[""a"",""b""]","[""b""]"\n', encoding="utf-8")
+    result = run_cli("dataset=csv", f"dataset.path={path}", "tracking=none", "metric=id_ranked",
+                     "dataset.fields.id=qid", "dataset.fields.retrieved_context_ids=got",
+                     "dataset.fields.reference_context_ids=gold",
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.rows()[0]["id"] == "q1" and result.rows()[0]["score"] == 0.5
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def test_missing_file(tmp_path):
+    result = run_cli("dataset=jsonl", f"dataset.path={tmp_path}/nope.jsonl", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 2
+    assert_one_line_error(result, "nope.jsonl: file not found")
+    assert result.stderr.strip().count("\n") == 0
+
+
+def test_malformed_record_stops_before_outputs(tmp_path, mlflow_store):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"retrieved_context_ids": ["a"]}\n{"retrieved_context_ids": "a"}\n', "utf-8")
+    result = run_cli("dataset=jsonl", f"dataset.path={path}", "experiment_name=bad_input",
+                     cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store})
+    assert result.returncode == 2
+    assert_one_line_error(result, "d.jsonl:2: field 'retrieved_context_ids': expected a list")
+    assert not (result.out_dir / "summary.json").exists()
+    assert not (result.out_dir / "samples.jsonl").exists()
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_store)
+    exp = client.get_experiment_by_name("bad_input")
+    assert exp is None or client.search_runs([exp.experiment_id]) == []
+
+
+def test_unknown_option_lists_the_choices(tmp_path):
+    result = run_cli("metric=id_base", "tracking=none", cwd=tmp_path)
+    assert_one_line_error(result, "metric/id_base", "id_based", "non_llm")
+
+
+def test_unknown_key_is_rejected(tmp_path):
+    result = run_cli("metric.thresold=0.3", "tracking=none", cwd=tmp_path)
+    assert_one_line_error(result, "thresold")
+
+
+def test_missing_path_says_what_to_set(tmp_path):
+    result = run_cli("dataset=jsonl", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 2
+    assert_one_line_error(result, "dataset.path=")
+
+
+def test_misspelt_field_mapping_is_rejected(tmp_path):
+    result = run_cli("dataset=jsonl", "dataset.path=x.jsonl", "dataset.fields.user_inpt=q",
+                     "tracking=none", cwd=tmp_path)
+    assert_one_line_error(result, "dataset.fields.user_inpt")
+
+
+def test_unknown_run_setting_suggests_the_closest(tmp_path):
+    result = run_cli("+run.limt=3", "tracking=none", cwd=tmp_path)
+    assert_one_line_error(result, "run.limt", "did you mean 'limit'")
+
+
+def test_bad_value_is_a_clear_error(tmp_path):
+    result = run_cli("metric=non_llm", "metric.measure=levenstein", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 2
+    assert_one_line_error(result, "metric.measure", "did you mean 'levenshtein'")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["run.limit=abc"], ["run.limit: expected int or null, got 'abc'"]),
+        (["metric=non_llm", "metric.threshold=high"], ["metric.threshold: expected float"]),
+        (["metric=id_ranked", "metric.aggregate=map"], ["metric.aggregate: expected 'set_precision'"]),
+        (["+metric.threshold=0.3"], ["metric.threshold: unknown setting", "min_grade"]),
+        (["dataset=csv", "dataset.path=x.csv", "dataset.delimiter=[1]"],
+         ["dataset.delimiter: expected str"]),
+    ],
+)
+def test_wrong_types_and_impossible_settings_fail_before_work(tmp_path, args, fragments):
+    result = run_cli(*args, "tracking=none", cwd=tmp_path)
+    assert result.returncode == 2
+    assert_one_line_error(result, *fragments)
+    assert not (result.out_dir / "samples.jsonl").exists()
+
+
+def test_limit(tmp_path):
+    result = run_cli("run.limit=5", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.summary()["n_samples"] == 5
+
+
+def test_help_lists_groups_and_options(tmp_path):
+    result = run_cli("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for text in ("dataset: csv, jsonl, sample", "metric: id_based, id_ranked, non_llm", "tracking: mlflow, none"):
+        assert text in result.stdout
+
+
+def test_cfg_job_prints_the_composed_config(tmp_path):
+    result = run_cli("--cfg", "job", "metric=non_llm", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "measure: levenshtein" in result.stdout
+    assert "experiment_name: default" in result.stdout

@@ -1,0 +1,39 @@
+"""Every option of every config group composes and instantiates."""
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+
+from conftest import CONF
+
+GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "hydra")
+OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
+NEEDS_PATH = {("dataset", "jsonl"), ("dataset", "csv")}
+
+
+def test_groups_present():
+    assert {"dataset", "metric", "tracking"} <= set(GROUPS)
+    assert ("metric", "id_based") in OPTIONS
+    assert ("metric", "id_ranked") in OPTIONS
+    assert ("metric", "non_llm") in OPTIONS
+
+
+@pytest.mark.parametrize(("group", "option"), OPTIONS)
+def test_option_composes_and_instantiates(group, option, tmp_path: Path):
+    overrides = [f"{group}={option}", f"tracking.tracking_uri=sqlite:///{tmp_path}/m.db"]
+    if group == "tracking" and option != "mlflow":
+        overrides.pop()
+    if (group, option) in NEEDS_PATH:
+        overrides.append(f"dataset.path={tmp_path / 'f'}")
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+        HydraConfig.instance().set_config(cfg)
+        obj = instantiate(cfg[group], _convert_="all")
+    assert obj is not None
+    if group == "metric":
+        assert obj.name == option  # the option name is what outputs record
+    if group == "dataset" and (group, option) not in NEEDS_PATH:
+        obj.check()
