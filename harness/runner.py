@@ -133,15 +133,16 @@ def _progress(parts: Parts) -> tuple[Any, Any]:
         return None, None
     from tqdm import tqdm
 
-    size = getattr(parts.dataset, "size_bytes", None)
+    total = parts.dataset.estimate_count()
+    if parts.settings.limit is not None:
+        total = min(total, parts.settings.limit)
     bar = tqdm(
-        total=size, unit="B", unit_scale=True, delay=1.0, file=sys.stderr, desc="scoring",
-        dynamic_ncols=True,
+        total=total, unit=" samples", delay=1.0, file=sys.stderr, desc="scoring",
+        dynamic_ncols=True, smoothing=0.1,
     )
 
     def update(tally: Tally) -> None:
-        bar.update(parts.dataset.bytes_read - bar.n)
-        bar.set_postfix(samples=tally.n_samples, refresh=False)
+        bar.update(tally.n_samples - bar.n)
 
     return bar, update
 

@@ -125,6 +125,7 @@ BAD_JSONL = [
     ),
     (b'{"user_input": "q"}\n{"user_input": "trunc', ["d.jsonl:2", "not valid JSON"]),
     (b'{"reference_context_ids": ["a"], "reference_context_grades": [NaN]}\n', ["finite number"]),
+    (b'{"reference_context_ids": ["a"], "reference_context_grades": ["2"]}\n', ["finite number, got '2'"]),
 ]
 
 

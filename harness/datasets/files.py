@@ -18,7 +18,7 @@ _BLOCK = 1 << 20
 
 
 class FileDataset:
-    """Common reading machinery: streaming, content hash, progress by bytes.
+    """Common reading machinery: streaming, content hash, record-count estimate.
 
     Args:
         path: The file to read.
@@ -35,7 +35,6 @@ class FileDataset:
             )
         self.path = Path(path).expanduser()
         self.fields = field_map(fields)
-        self.bytes_read = 0
         self._hasher = hashlib.sha256()
         self._complete = False
 
@@ -47,10 +46,14 @@ class FileDataset:
         if not os.access(self.path, os.R_OK):
             raise DatasetError(str(self.path), "file is not readable")
 
-    @property
-    def size_bytes(self) -> int:
-        """Size of the file, for progress."""
-        return self.path.stat().st_size
+    def estimate_count(self) -> int:
+        """Roughly how many records the file holds (its line count), for progress bars."""
+        lines, last = 0, b"\n"
+        with open(self.path, "rb") as f:
+            while block := f.read(_BLOCK):
+                lines += block.count(b"\n")
+                last = block[-1:]
+        return lines + (last != b"\n") - (self.format == "csv")
 
     def describe(self) -> dict[str, Any]:
         """What a reader of the outputs needs to know about the data."""
@@ -68,7 +71,7 @@ class FileDataset:
 
     def _lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(1-based line number, decoded line with its newline)``."""
-        self._hasher, self._complete, self.bytes_read = hashlib.sha256(), False, 0
+        self._hasher, self._complete = hashlib.sha256(), False
         number = 0
         with open(self.path, "rb") as f:
             rest = b""
@@ -78,11 +81,9 @@ class FileDataset:
                 rest = parts.pop()
                 for part in parts:
                     number += 1
-                    self.bytes_read += len(part) + 1
                     yield number, self._decode(part + b"\n", number)
             if rest:
                 number += 1
-                self.bytes_read += len(rest)
                 yield number, self._decode(rest, number)
         self._complete = True
 

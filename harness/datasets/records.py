@@ -51,6 +51,7 @@ class RecordParser:
 
     def __init__(self, path: str, fields: Mapping[str, str], cells_are_text: bool) -> None:
         self.path, self.fields, self.cells_are_text = path, fields, cells_are_text
+        self._pairs = [(ours, fields[ours]) for ours in SAMPLE_FIELDS]
         self._seen: dict[str, int] = {}
 
     def parse(self, raw: Any, index: int, line: int) -> RagSample:
@@ -60,8 +61,8 @@ class RecordParser:
                 self.path, f"expected a JSON object, got {_type_name(raw)}", line=line
             )
         values: dict[str, Any] = {}
-        for ours in SAMPLE_FIELDS:
-            value = raw.get(self.fields[ours])
+        for ours, theirs in self._pairs:
+            value = raw.get(theirs)
             if self.cells_are_text and value == "":
                 value = None
             if value is None:
@@ -83,6 +84,12 @@ class RecordParser:
             value = self._cell_list(field, value, line)
         if not isinstance(value, list):
             raise self._fail(field, f"expected a list, got {_type_name(value)}", line)
+        if field != _GRADES:  # the common cases, checked at C speed
+            kinds = set(map(type, value))
+            if kinds <= {str}:
+                return tuple(value)
+            if field in _IDS and kinds <= {str, int}:
+                return tuple(map(str, value))
         if field in _TEXTS:
             for i, item in enumerate(value):
                 if not isinstance(item, str):
