@@ -40,3 +40,11 @@ def closest(name: str, options: list[str] | tuple[str, ...] | set[str]) -> str:
 
     match = difflib.get_close_matches(name, sorted(options), n=1, cutoff=0.6)
     return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+class JudgeError(HarnessError):
+    """A judge call failed for good (after the transport and parse retries)."""
+
+
+class JudgeParseError(JudgeError):
+    """The judge answered, but not in the shape asked for."""

@@ -28,6 +28,7 @@ class Tally:
     n_samples: int = 0
     scores: array = field(default_factory=lambda: array("d"))
     reasons: Counter[str] = field(default_factory=Counter)
+    successes: int | None = None
     started: float = field(default_factory=time.perf_counter)
     duration_s: float = 0.0
 
@@ -56,6 +57,9 @@ class Tally:
     def summary(self) -> dict[str, Any]:
         """The core of ``summary.json``."""
         rate = self.n_samples / self.duration_s if self.duration_s > 0 else None
+        extra = {}
+        if self.successes is not None:
+            extra["success_rate"] = self.successes / self.n_scored if self.n_scored else None
         return {
             "metric": self.metric,
             "mean": self.mean,
@@ -65,6 +69,7 @@ class Tally:
             "unscored_reasons": dict(self.reasons.most_common()),
             "duration_s": round(self.duration_s, 6),
             "samples_per_s": None if rate is None else round(rate, 1),
+            **extra,
         }
 
 
@@ -72,35 +77,43 @@ def evaluate(
     batches: Iterable[list[RagSample]],
     metric: Metric,
     sink: IO[str] | None = None,
-    on_batch: Callable[[Tally], None] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Tally:
     """Score every batch with ``metric``, writing one JSON row per sample to ``sink``.
 
     Args:
         batches: Samples, in input order.
         metric: The variant to score with.
-        sink: Where ``samples.jsonl`` rows go (``None``: nowhere).
-        on_batch: Called after each batch, e.g. to advance a progress bar.
+        sink: Where ``samples.jsonl`` rows go (``None``: nowhere); flushed per batch.
+        progress: Called with the number of samples just finished (a progress bar).
 
     Returns:
         The tally: counts, scores and unscored reasons.
     """
     tally = Tally(metric.name)
     dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+    per_sample = getattr(metric, "reports_progress", False)
     for batch in batches:
-        results = metric.score_batch(batch)
+        if per_sample:
+            results = metric.score_batch(batch, on_done=progress)  # type: ignore[call-arg]
+        else:
+            results = metric.score_batch(batch)
         lines = []
         for result in results:
             if result.score is None:
                 tally.add_reason(result.error or "unscored")
             else:
                 tally.scores.append(result.score)
+                success = result.details.get("success")
+                if success is not None:
+                    tally.successes = (tally.successes or 0) + bool(success)
             if sink is not None:
                 lines.append(dumps(result.to_row()))
         tally.n_samples += len(results)
         if sink is not None:
             sink.write("\n".join(lines) + "\n")
-        if on_batch is not None:
-            on_batch(tally)
+            sink.flush()
+        if progress is not None and not per_sample:
+            progress(len(results))
     tally.duration_s = time.perf_counter() - tally.started
     return tally

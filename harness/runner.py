@@ -9,14 +9,16 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from harness import __version__
 from harness.errors import ConfigError, DatasetError, HarnessError, RunFailed
-from harness.evaluation import Tally, evaluate
+from harness.evaluation import evaluate
 from harness.tracking.base import RunRecord, TrackedRun
+from harness.types import RagSample
 from harness.validation import check_arguments
 
 #: Config subtrees that decide the scores; logged as MLflow params.
@@ -71,18 +73,22 @@ class Parts:
     settings: RunSettings
 
 
-def _instantiate(cfg: DictConfig, group: str) -> Any:
-    from hydra.errors import InstantiationException
-    from hydra.utils import get_method, instantiate
-
-    from omegaconf.errors import OmegaConfBaseException
-
+def _check_missing(cfg: DictConfig, group: str) -> None:
     missing = sorted(OmegaConf.missing_keys(cfg[group]))
     if missing:
         raise ConfigError(
             f"{group}: no value for {', '.join(missing)}; "
             f"set it on the command line, e.g. {missing[0]}=..."
         )
+
+
+def _instantiate(cfg: DictConfig, group: str) -> Any:
+    from hydra.errors import InstantiationException
+    from hydra.utils import get_method, instantiate
+
+    from omegaconf.errors import OmegaConfBaseException
+
+    _check_missing(cfg, group)
     try:
         node = OmegaConf.to_container(cfg[group], resolve=True)
     except OmegaConfBaseException as e:
@@ -103,9 +109,17 @@ def _instantiate(cfg: DictConfig, group: str) -> Any:
         raise ConfigError(f"{group}: {message}") from None
 
 
+def _uses(cfg: DictConfig, group: str) -> bool:
+    """Whether the chosen metric interpolates ``group`` (the judge and prompt groups)."""
+    return group in cfg and "metric" in cfg and group in cfg.metric
+
+
 def build(cfg: DictConfig) -> Parts:
     """Instantiate each group; check everything that can fail before any work."""
     settings = RunSettings.from_config(cfg.get("run"))
+    for group in ("judge", "prompt"):
+        if _uses(cfg, group):
+            _check_missing(cfg, group)
     dataset = _instantiate(cfg, "dataset")
     dataset.check()
     metric = _instantiate(cfg, "metric")
@@ -114,11 +128,14 @@ def build(cfg: DictConfig) -> Parts:
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, str]:
-    """Flatten nested config into ``{"a.b": "value"}`` strings, skipping ``_target_``."""
+    """Flatten nested config into ``{"a.b": "value"}`` strings.
+
+    ``_target_`` keys and nested components (logged under their own group) are skipped.
+    """
     out: dict[str, str] = {}
     if isinstance(tree, dict):
         for key, value in tree.items():
-            if key == "_target_":
+            if key == "_target_" or (prefix and isinstance(value, dict) and "_target_" in value):
                 continue
             out.update(flatten(value, f"{prefix}{key}."))
     elif isinstance(tree, list):
@@ -128,23 +145,34 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
-def _progress(parts: Parts) -> tuple[Any, Any]:
-    if parts.settings.quiet or not parts.settings.progress:
+def _progress(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], None] | None]:
+    if settings.quiet or not settings.progress:
         return None, None
     from tqdm import tqdm
 
-    total = parts.dataset.estimate_count()
-    if parts.settings.limit is not None:
-        total = min(total, parts.settings.limit)
+    if settings.limit is not None:
+        total = min(total, settings.limit)
     bar = tqdm(
         total=total, unit=" samples", delay=1.0, file=sys.stderr, desc="scoring",
         dynamic_ncols=True, smoothing=0.1,
     )
+    return bar, bar.update
 
-    def update(tally: Tally) -> None:
-        bar.update(tally.n_samples - bar.n)
 
-    return bar, update
+def _load_for_judging(parts: Parts) -> list[RagSample]:
+    """Read and validate every record, and check the endpoint, before the first judge call."""
+    samples = list(parts.dataset.samples(parts.settings.limit))
+    if not samples:
+        raise DatasetError(str(getattr(parts.dataset, "path", "dataset")), "contains no records")
+    for field in sorted(parts.metric.requires):
+        if all(getattr(s, field) is None for s in samples):
+            raise ConfigError(
+                f"metric {parts.metric.name} needs the field '{field}', which no record of "
+                f"{getattr(parts.dataset, 'path', 'the dataset')} has; map your column with "
+                f"dataset.fields.{field}=COLUMN or choose another metric"
+            )
+    parts.metric.preflight()
+    return samples
 
 
 def run(cfg: DictConfig) -> float | None:
@@ -155,27 +183,53 @@ def run(cfg: DictConfig) -> float | None:
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra/") and v}
+    if not _uses(cfg, "judge"):
+        choices = {k: v for k, v in choices.items() if k not in ("judge", "prompt")}
     parts = build(cfg)
+    try:
+        return _run(cfg, parts, hc, out_dir, choices, hc.mode == RunMode.MULTIRUN)
+    finally:
+        close = getattr(parts.metric, "close", None)
+        if close is not None:
+            close()
+
+
+def _run(
+    cfg: DictConfig, parts: Parts, hc: Any, out_dir: Path, choices: dict[str, str], multirun: bool
+) -> float | None:
     metric_name = choices.get("metric", parts.metric.name)
+    if getattr(parts.metric, "prevalidate", False):
+        samples = _load_for_judging(parts)
+        batches: Iterable[list[RagSample]] = (
+            samples[i : i + parts.settings.batch_size]
+            for i in range(0, len(samples), parts.settings.batch_size)
+        )
+        total = len(samples)
+    else:
+        batches = parts.dataset.batches(parts.settings.batch_size, parts.settings.limit)
+        total = parts.dataset.estimate_count()
+
     tags = {f"choice.{k}": str(v) for k, v in choices.items()}
     tags["harness.version"] = __version__
-    if hc.mode == RunMode.MULTIRUN:
+    described = getattr(parts.metric, "describe", dict)()
+    if "prompt" in described:
+        tags["prompt.sha256"] = described["prompt"]["sha256"]
+        tags["prompt.version"] = described["prompt"]["version"]
+    if multirun:
         tags["hydra.sweep_dir"], tags["hydra.job_num"] = str(hc.sweep.dir), str(hc.job.num)
-    run_name = hc.job.override_dirname or "default"
-    parts.tracker.begin(run_name, tags, multirun=hc.mode == RunMode.MULTIRUN)
+    parts.tracker.begin(hc.job.override_dirname or "default", tags, multirun=multirun)
 
     samples_path = out_dir / "samples.jsonl"
-    bar, update = _progress(parts)
+    bar, progress = _progress(parts.settings, total)
     try:
         with open(samples_path, "w", encoding="utf-8") as sink:
-            batches = parts.dataset.batches(parts.settings.batch_size, parts.settings.limit)
-            tally = evaluate(batches, parts.metric, sink, update)
+            tally = evaluate(batches, parts.metric, sink, progress)
     except HarnessError:
         parts.tracker.abort("DELETE")  # bad input: no run, no partial results
         samples_path.unlink(missing_ok=True)
         raise
     except BaseException:
-        parts.tracker.abort("KILLED")  # interrupted: partial samples.jsonl stays
+        parts.tracker.abort("KILLED")  # interrupted: the rows written so far stay
         raise
     finally:
         if bar is not None:
@@ -185,7 +239,10 @@ def run(cfg: DictConfig) -> float | None:
         samples_path.unlink(missing_ok=True)
         raise DatasetError(str(getattr(parts.dataset, "path", "dataset")), "contains no records")
 
-    used = {g: OmegaConf.to_container(cfg[g], resolve=True) for g in PARAM_GROUPS if g in cfg}
+    groups = [g for g in PARAM_GROUPS if g in cfg]
+    if _uses(cfg, "judge"):
+        groups += ["judge"]
+    used = {g: OmegaConf.to_container(cfg[g], resolve=True) for g in groups}
     sha = parts.dataset.sha256()
     summary: dict[str, Any] = {
         **tally.summary(),
@@ -193,32 +250,46 @@ def run(cfg: DictConfig) -> float | None:
         "options": choices,
         "config": used,
         "dataset": {**parts.dataset.describe(), "sha256": sha},
+        **described,
         "tracking": parts.tracker.describe(),
         "harness_version": __version__,
         "output_dir": str(out_dir),
     }
+    artifacts = []
+    if "judge" in described:
+        summary["judge"] = {**described["judge"], **parts.metric.stats()}
+        prompt_path = out_dir / "prompt.yaml"
+        prompt_path.write_text(parts.metric.prompt.to_yaml(), "utf-8")
+        artifacts.append(str(prompt_path))
     summary_path = out_dir / "summary.json"
     summary_path.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", "utf-8")
     config_path = out_dir / "config.yaml"
     config_path.write_text(
-        OmegaConf.to_yaml({k: cfg[k] for k in cfg if k != "hydra"}, resolve=True), "utf-8"
+        OmegaConf.to_yaml({k: cfg[k] for k in groups + ["experiment_name"] if k in cfg}, resolve=True),
+        "utf-8",
     )
 
     params: dict[str, str] = {}
     for group, tree in used.items():
         params.update(flatten(tree, f"{group}."))
-    metrics = {
+    if "prompt" in described:
+        params["prompt.version"] = described["prompt"]["version"]
+        params["prompt.mode"] = described["prompt"]["mode"]
+    metrics: dict[str, Any] = {
         "mean": tally.mean,
         "n_samples": tally.n_samples,
         "n_scored": tally.n_scored,
         "n_unscored": tally.n_unscored,
         "duration_s": tally.duration_s,
+        "success_rate": summary.get("success_rate"),
     }
+    if "judge" in described:
+        metrics.update({f"judge/{k}": v for k, v in parts.metric.stats().items()})
     record = RunRecord(
         params=params,
         metrics={k: float(v) for k, v in metrics.items() if v is not None},
         tags={**tags, "dataset.sha256": sha},
-        artifacts=[str(config_path), str(samples_path), str(summary_path)],
+        artifacts=[str(config_path), str(samples_path), str(summary_path), *artifacts],
     )
     tracked = parts.tracker.finish(record)
     if not parts.settings.quiet:
@@ -243,6 +314,18 @@ def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
     ]
     for reason, count in summary["unscored_reasons"].items():
         rows.append(("unscored", f"{count} × {reason}"))
+    if summary.get("success_rate") is not None:
+        rows.append(("success rate", f"{summary['success_rate']:.1%}"))
+    judge = summary.get("judge")
+    if judge:
+        cost = f", ~${judge['cost_usd']:.4f}" if judge.get("cost_usd") else ""
+        rows.append((
+            "judge",
+            f"{judge['model']}: {judge['requests']} requests ({judge['retries']} retried, "
+            f"{judge['parse_failures']} unusable, {judge['failures']} failed), "
+            f"{judge['prompt_tokens']:,} prompt tokens ({judge['cached_prompt_tokens']:,} cached), "
+            f"{judge['completion_tokens']:,} completion tokens{cost}",
+        ))
     rate = summary["samples_per_s"]
     rows.append(("time", f"{summary['duration_s']:.3f} s" + (f" ({rate:,.0f} samples/s)" if rate else "")))
     rows.append(("outputs", summary["output_dir"]))

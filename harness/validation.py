@@ -73,6 +73,13 @@ def check_arguments(where: str, target: Callable[..., Any], values: Mapping[str,
     for key, value in values.items():
         if key.startswith("_") and key.endswith("_"):
             continue
+        if isinstance(value, Mapping) and "_target_" in value:
+            # A nested component (e.g. the judge inside a metric): check it under its own
+            # name, which is also its config group.
+            from hydra.utils import get_method
+
+            check_arguments(key, get_method(value["_target_"]), value)
+            continue
         if key not in params:
             if takes_any:
                 continue

@@ -232,7 +232,14 @@ def test_limit(tmp_path):
 def test_help_lists_groups_and_options(tmp_path):
     result = run_cli("--help", cwd=tmp_path)
     assert result.returncode == 0
-    for text in ("dataset: csv, jsonl, sample", "metric: id_based, id_ranked, non_llm", "tracking: mlflow, none"):
+    for text in (
+        "dataset: csv, jsonl, sample",
+        "metric: contextual_precision, id_based, id_ranked, llm_with_reference, "
+        "llm_without_reference, non_llm",
+        "judge: local, openai",
+        "prompt: contextual_precision, file, llm_with_reference, llm_without_reference",
+        "tracking: mlflow, none",
+    ):
         assert text in result.stdout
 
 

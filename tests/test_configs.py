@@ -28,6 +28,12 @@ def test_option_composes_and_instantiates(group, option, tmp_path: Path):
         overrides.pop()
     if (group, option) in NEEDS_PATH:
         overrides.append(f"dataset.path={tmp_path / 'f'}")
+    if (group, option) == ("prompt", "file"):
+        own = tmp_path / "my_prompt.yaml"
+        own.write_text((CONF / "prompt" / "llm_with_reference.yaml").read_text())
+        overrides.append(f"prompt.path={own}")
+    if (group, option) == ("judge", "local"):
+        overrides.append("judge.model=some-model")
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
         HydraConfig.instance().set_config(cfg)
@@ -35,5 +41,7 @@ def test_option_composes_and_instantiates(group, option, tmp_path: Path):
     assert obj is not None
     if group == "metric":
         assert obj.name == option  # the option name is what outputs record
+        if hasattr(obj, "close"):
+            obj.close()
     if group == "dataset" and (group, option) not in NEEDS_PATH:
         obj.check()

@@ -1,0 +1,1 @@
+"""LLM judges over any OpenAI-compatible chat endpoint."""

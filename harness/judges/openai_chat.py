@@ -1,0 +1,362 @@
+"""A judge on any OpenAI-compatible chat-completions endpoint, through the ``openai`` SDK.
+
+The SDK owns transport retries (429 honouring Retry-After, 5xx, timeouts, dropped
+connections: ``max_retries``); this class owns retries of unusable replies
+(``parse_retries``). Per call it does as little as possible around the SDK: the request
+body is JSON built once per output kind with only the messages spliced in, the reply is
+read as raw JSON (no pydantic models), and the SDK's aiohttp transport is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeVar
+
+from harness.errors import ConfigError, JudgeError, JudgeParseError
+
+T = TypeVar("T")
+OutputMode = Literal["json_schema", "json_object", "text"]
+Kind = Literal["pointwise", "listwise", "reason"]
+_FALLBACK: dict[str, OutputMode] = {"json_schema": "json_object", "json_object": "text"}
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "pointwise": {
+        "type": "object",
+        "properties": {"reason": {"type": "string"}, "verdict": {"type": "integer", "enum": [0, 1]}},
+        "required": ["reason", "verdict"],
+        "additionalProperties": False,
+    },
+    "listwise": {
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "reason": {"type": "string"},
+                        "verdict": {"type": "string", "enum": ["yes", "no"]},
+                    },
+                    "required": ["reason", "verdict"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["verdicts"],
+        "additionalProperties": False,
+    },
+    "reason": {
+        "type": "object",
+        "properties": {"reason": {"type": "string"}},
+        "required": ["reason"],
+        "additionalProperties": False,
+    },
+}
+
+
+@dataclass
+class JudgeStats:
+    """Counters of one run's judge traffic."""
+
+    calls: int = 0
+    requests: int = 0
+    retries: int = 0
+    parse_failures: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    soft_fallbacks: int = 0
+    output_mode_fallbacks: int = 0
+    cost_usd: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        """All counters (cost rounded to micro-dollars)."""
+        data: dict[str, float] = asdict(self)
+        data["cost_usd"] = round(self.cost_usd, 6)
+        return data
+
+
+@dataclass
+class Completion:
+    """What the judge replied: the text, token logprobs when asked for, and usage."""
+
+    content: str
+    logprobs: list[dict[str, Any]] | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+class OpenAIJudge:
+    """A chat model judging relevance over an OpenAI-compatible endpoint.
+
+    Args:
+        model: The model name the endpoint serves.
+        base_url: The endpoint (``None``: OpenAI). vLLM, Ollama, llama.cpp and LiteLLM
+            serve the same protocol under ``http://HOST:PORT/v1``.
+        api_key_env: NAME of the environment variable holding the API key (the key is
+            never in config or logs). ``None`` for servers that need no key.
+        temperature: Sampling temperature.
+        top_p: Nucleus sampling (``None``: the endpoint's default).
+        max_tokens: Cap on reply tokens (``None``: the endpoint's default).
+        seed: Sampling seed, for endpoints that honour it.
+        timeout: Seconds per HTTP request.
+        max_retries: Transport retries by the SDK (429, 5xx, timeouts, dropped connections).
+        max_concurrency: Requests in flight at most.
+        output_mode: ``json_schema`` (structured output, default), ``json_object`` or
+            ``text`` (lenient JSON extraction). A 400 that rejects the response format
+            steps down to the next mode for the rest of the run.
+        parse_retries: Re-asks after an unusable reply, before the sample is unscored.
+        top_logprobs: Candidates per token requested for soft verdicts.
+        prices: USD per million tokens by model: ``{model: {input, cached_input, output}}``.
+        extra_body: Extra JSON fields sent with every request (endpoint-specific options).
+        preflight_timeout: Seconds to wait for the endpoint's answer before the run starts.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        temperature: float = 0.0,
+        top_p: float | None = None,
+        max_tokens: int | None = 1024,
+        seed: int | None = 0,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        max_concurrency: int = 16,
+        output_mode: OutputMode = "json_schema",
+        parse_retries: int = 2,
+        top_logprobs: int = 5,
+        prices: Mapping[str, Mapping[str, float]] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        preflight_timeout: float = 10.0,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ConfigError(f"judge.max_concurrency: expected >= 1, got {max_concurrency}")
+        if max_retries < 0 or parse_retries < 0:
+            raise ConfigError("judge.max_retries and judge.parse_retries must be >= 0")
+        self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
+        self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
+        self.timeout, self.max_retries, self.max_concurrency = timeout, max_retries, max_concurrency
+        self.output_mode: OutputMode = output_mode
+        self.parse_retries, self.top_logprobs = parse_retries, top_logprobs
+        self.prices = {k: dict(v) for k, v in (prices or {}).items()}
+        self.extra_body = dict(extra_body or {})
+        self.preflight_timeout = preflight_timeout
+        self.stats = JudgeStats()
+        self._client: Any = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._bodies: dict[tuple[str, bool], bytes] = {}
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that can change a verdict (no secrets): for outputs and cache keys."""
+        from harness.tracking.mlflow import redact_uri
+
+        return {
+            "model": self.model,
+            "base_url": None if self.base_url is None else redact_uri(self.base_url),
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "output_mode": self.output_mode,
+            "extra_body": self.extra_body,
+        }
+
+    def _api_key(self) -> str:
+        if self.api_key_env is None:
+            return "EMPTY"  # servers without auth still expect a bearer header
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"judge.api_key_env: the environment variable {self.api_key_env} is not set; "
+                f"export it, or set judge.api_key_env=null for a server without keys"
+            )
+        return key
+
+    def _ensure_client(self) -> Any:
+        if self._client is None:
+            from openai import AsyncOpenAI, DefaultAioHttpClient
+
+            self._client = AsyncOpenAI(
+                api_key=self._api_key(),
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                http_client=DefaultAioHttpClient(),
+            )
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+        return self._client
+
+    async def preflight(self) -> None:
+        """Check, before the first judge call, that the endpoint answers and accepts the key."""
+        import openai
+
+        client = self._ensure_client().with_options(
+            timeout=self.preflight_timeout, max_retries=1
+        )
+        where = self.base_url or "the OpenAI API"
+        try:
+            await client.models.list()
+        except openai.AuthenticationError:
+            raise ConfigError(
+                f"judge: {where} rejected the API key from ${self.api_key_env}"
+            ) from None
+        except openai.NotFoundError:
+            return  # some servers have no /models; the first call will tell
+        except openai.APITimeoutError:
+            raise JudgeError(
+                f"judge: {where} did not answer within {self.preflight_timeout:g} s"
+            ) from None
+        except openai.APIConnectionError as e:
+            raise JudgeError(f"judge: cannot reach {where} ({e.__cause__ or e})") from None
+        except openai.APIStatusError as e:
+            if e.status_code >= 500:
+                raise JudgeError(f"judge: {where} answered HTTP {e.status_code}") from None
+
+    def _body_template(self, kind: Kind, logprobs: bool) -> bytes:
+        """The request JSON minus the messages, built once per kind."""
+        key = (f"{self.output_mode}:{kind}", logprobs)
+        if key not in self._bodies:
+            body: dict[str, Any] = {"model": self.model, "temperature": self.temperature}
+            for name in ("top_p", "max_tokens", "seed"):
+                if getattr(self, name) is not None:
+                    body[name] = getattr(self, name)
+            if self.output_mode == "json_schema":
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": f"{kind}_verdict", "strict": True, "schema": SCHEMAS[kind]},
+                }
+            elif self.output_mode == "json_object":
+                body["response_format"] = {"type": "json_object"}
+            if logprobs:
+                body["logprobs"] = True
+                body["top_logprobs"] = self.top_logprobs
+            body.update(self.extra_body)
+            self._bodies[key] = json.dumps(body, ensure_ascii=False).encode()
+        return self._bodies[key]
+
+    async def complete(self, messages: list[dict[str, str]], kind: Kind, logprobs: bool = False) -> Completion:
+        """One chat completion (transport retries by the SDK); raise ``JudgeError`` on failure."""
+        import httpx2
+        import openai
+
+        client = self._ensure_client()
+        assert self._semaphore is not None
+        while True:
+            template = self._body_template(kind, logprobs)
+            body = b'{"messages":' + json.dumps(messages, ensure_ascii=False).encode() + b"," + template[1:]
+            self.stats.calls += 1
+            try:
+                async with self._semaphore:
+                    response = await client.post(
+                        "/chat/completions",
+                        cast_to=httpx2.Response,
+                        content=body,
+                        options={"headers": {"Content-Type": "application/json"}},
+                    )
+                    raw = await response.aread()
+            except openai.BadRequestError as e:
+                if self._step_down(e):
+                    continue
+                self.stats.requests += 1
+                self.stats.failures += 1
+                raise JudgeError(f"judge rejected the request: {_short(e)}") from None
+            except openai.APIError as e:
+                self.stats.requests += 1 + self.max_retries
+                self.stats.retries += self.max_retries
+                self.stats.failures += 1
+                raise JudgeError(f"judge call failed after {self.max_retries} retries: {_short(e)}") from None
+            retried = int(response.request.headers.get("x-stainless-retry-count", "0"))
+            self.stats.requests += 1 + retried
+            self.stats.retries += retried
+            try:
+                data = json.loads(raw)
+                choice = data["choices"][0]
+                content = choice["message"]["content"] or ""
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise JudgeParseError(f"not a chat completion: {raw[:120]!r}") from None
+            usage = data.get("usage") or {}
+            self._count_usage(usage)
+            lp = (choice.get("logprobs") or {}).get("content") if logprobs else None
+            return Completion(content, lp, usage)
+
+    def _step_down(self, error: Any) -> bool:
+        text = str(getattr(error, "message", error)).lower()
+        if self.output_mode in _FALLBACK and ("response_format" in text or "json_schema" in text):
+            self.output_mode = _FALLBACK[self.output_mode]
+            self.stats.output_mode_fallbacks += 1
+            return True
+        return False
+
+    def _count_usage(self, usage: Mapping[str, Any]) -> None:
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        self.stats.prompt_tokens += prompt
+        self.stats.completion_tokens += completion
+        self.stats.cached_prompt_tokens += cached
+        price = self.prices.get(self.model)
+        if price:
+            self.stats.cost_usd += (
+                (prompt - cached) * price.get("input", 0.0)
+                + cached * price.get("cached_input", price.get("input", 0.0))
+                + completion * price.get("output", 0.0)
+            ) / 1e6
+
+    async def ask(
+        self,
+        messages: list[dict[str, str]],
+        kind: Kind,
+        parse: Callable[[Completion], T],
+        logprobs: bool = False,
+    ) -> T:
+        """Call and parse; re-ask up to ``parse_retries`` times after an unusable reply.
+
+        A re-ask shows the judge its unusable reply and the problem, since resending the
+        same request to a deterministic model tends to return the same reply.
+        """
+        attempt_messages = messages
+        error: JudgeParseError | None = None
+        for _ in range(self.parse_retries + 1):
+            bad_reply = ""
+            try:
+                completion = await self.complete(attempt_messages, kind, logprobs)
+                bad_reply = completion.content
+                return parse(completion)
+            except JudgeParseError as e:
+                self.stats.parse_failures += 1
+                error = e
+            attempt_messages = [
+                *messages,
+                {"role": "assistant", "content": _clip(bad_reply)},
+                {
+                    "role": "user",
+                    "content": f"That reply could not be used ({error}). Reply again with only "
+                    "the JSON object described above.",
+                },
+            ]
+        self.stats.failures += 1
+        raise JudgeParseError(
+            f"unusable judge reply after {self.parse_retries + 1} attempts: {error}"
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+
+def _short(error: Any) -> str:
+    status = getattr(error, "status_code", None)
+    message = str(getattr(error, "message", "") or error).splitlines()[0][:200]
+    return f"HTTP {status}: {message}" if status else message
+
+
+def _clip(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,1 @@
+"""Judge prompts: versioned YAML data rendered with Jinja2 (StrictUndefined)."""

@@ -1,0 +1,184 @@
+"""A judge prompt: system text, a user template, few-shot examples and a version.
+
+Prompts are data (``conf/prompt/*.yaml``). The parts shared by every chunk of a sample
+(instructions, examples, question, answer) come first and the chunk last, so provider
+prompt caching (OpenAI cached input tokens, vLLM prefix caching) applies to pointwise
+judging. Values are inserted once and never re-rendered, so a chunk that contains
+template syntax (``{{ }}``) or instructions is treated as text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.errors import ConfigError, closest
+
+Mode = Literal["pointwise", "listwise"]
+
+#: The variables each kind of call provides to its template.
+VARIABLES: dict[str, frozenset[str]] = {
+    "pointwise": frozenset({"question", "answer", "context"}),
+    "listwise": frozenset({"question", "answer", "contexts"}),
+    "reason": frozenset({"question", "answer", "verdicts", "score"}),
+}
+
+
+class PromptTemplate:
+    """A versioned judge prompt.
+
+    Args:
+        version: A name that changes whenever the wording changes (logged with the run).
+        mode: ``pointwise`` (one chunk per call) or ``listwise`` (all chunks in one call).
+        system: The instructions (a Jinja2 template without variables, usually).
+        user: The user-message template. Pointwise variables: ``question``, ``answer``,
+            ``context``; listwise: ``question``, ``answer``, ``contexts`` (a list).
+        examples: Few-shot examples, each ``{inputs: {...variables}, output: {...}}``;
+            rendered as user/assistant turns before the real question.
+        reason: For listwise prompts that explain their score (deepeval's
+            ``include_reason``): ``{system, user}`` with variables ``question``,
+            ``answer``, ``verdicts`` and ``score``.
+        path: The file the prompt came from, if any (recorded, not read).
+    """
+
+    def __init__(
+        self,
+        version: str,
+        mode: Mode,
+        system: str,
+        user: str,
+        examples: Sequence[Mapping[str, Any]] = (),
+        reason: Mapping[str, str] | None = None,
+        path: str | None = None,
+    ) -> None:
+        if mode not in ("pointwise", "listwise"):
+            raise ConfigError(f"prompt.mode: expected 'pointwise' or 'listwise', got {mode!r}")
+        self.version, self.mode, self.system, self.user = version, mode, system, user
+        self.examples = [dict(e) for e in examples]
+        self.reason = dict(reason) if reason else None
+        self.path = path
+        env = _environment()
+        try:
+            self._system = env.from_string(system)
+            self._user = env.from_string(user)
+            self._reason = (
+                None
+                if self.reason is None
+                else (env.from_string(self.reason["system"]), env.from_string(self.reason["user"]))
+            )
+        except KeyError as e:
+            raise ConfigError(f"prompt.reason: missing key {e}; it needs 'system' and 'user'") from None
+        except Exception as e:  # jinja2.TemplateSyntaxError
+            raise ConfigError(f"prompt {version}: template syntax error: {e}") from None
+        self._check()
+
+    @classmethod
+    def from_file(cls, path: str) -> PromptTemplate:
+        """Load a prompt from a YAML file with the same keys as the constructor."""
+        import yaml
+
+        file = Path(path).expanduser()
+        if not file.is_file():
+            raise ConfigError(f"prompt.path: {file}: file not found")
+        try:
+            data = yaml.safe_load(file.read_text("utf-8"))
+        except yaml.YAMLError as e:
+            raise ConfigError(f"prompt.path: {file}: not valid YAML ({e})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"prompt.path: {file}: expected a mapping of prompt keys")
+        data.pop("_target_", None)
+        from harness.validation import check_arguments
+
+        check_arguments("prompt", cls, data)
+        return cls(**data, path=str(file))
+
+    def _check(self) -> None:
+        """Fail at start-up on variables the template uses but no call provides."""
+        from jinja2 import meta
+
+        env = _environment()
+        checks = [("system", self.system, frozenset()), ("user", self.user, VARIABLES[self.mode])]
+        if self.reason is not None:
+            checks += [
+                ("reason.system", self.reason["system"], VARIABLES["reason"]),
+                ("reason.user", self.reason["user"], VARIABLES["reason"]),
+            ]
+        for where, text, allowed in checks:
+            for name in sorted(meta.find_undeclared_variables(env.parse(text)) - allowed):
+                raise ConfigError(
+                    f"prompt {self.version} ({where}): unknown variable '{name}'"
+                    f"{closest(name, allowed)}; {self.mode} templates can use "
+                    f"{', '.join(sorted(allowed)) or 'no variables'}"
+                )
+        for i, example in enumerate(self.examples):
+            if set(example) != {"inputs", "output"}:
+                raise ConfigError(
+                    f"prompt {self.version}: examples[{i}] needs exactly 'inputs' and 'output'"
+                )
+            try:
+                self._user.render(**example["inputs"])
+            except Exception as e:
+                raise ConfigError(f"prompt {self.version}: examples[{i}]: {e}") from None
+
+    @cached_property
+    def sha256(self) -> str:
+        """Hash of everything that shapes the judge's input (a run tag, a cache key part)."""
+        text = json.dumps(
+            [self.version, self.mode, self.system, self.user, self.examples, self.reason],
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @cached_property
+    def _prefix(self) -> list[dict[str, str]]:
+        messages = [{"role": "system", "content": self._system.render().strip()}]
+        for example in self.examples:
+            messages.append({"role": "user", "content": self._user.render(**example["inputs"]).strip()})
+            messages.append(
+                {"role": "assistant", "content": json.dumps(example["output"], ensure_ascii=False)}
+            )
+        return messages
+
+    def messages(self, **variables: Any) -> list[dict[str, str]]:
+        """Chat messages for one judge call: system, examples, then the rendered user turn."""
+        return [*self._prefix, {"role": "user", "content": self._user.render(**variables).strip()}]
+
+    def reason_messages(self, **variables: Any) -> list[dict[str, str]]:
+        """Chat messages for the summary-reason call of a listwise metric."""
+        if self._reason is None:
+            raise ConfigError(f"prompt {self.version} has no 'reason' templates")
+        system, user = self._reason
+        return [
+            {"role": "system", "content": system.render(**variables).strip()},
+            {"role": "user", "content": user.render(**variables).strip()},
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        """What identifies the prompt in outputs."""
+        return {"version": self.version, "mode": self.mode, "sha256": self.sha256, "path": self.path}
+
+    def to_yaml(self) -> str:
+        """The prompt as YAML (logged as an artifact)."""
+        import yaml
+
+        data: dict[str, Any] = {
+            "version": self.version,
+            "mode": self.mode,
+            "system": self.system,
+            "user": self.user,
+            "examples": self.examples,
+        }
+        if self.reason is not None:
+            data["reason"] = self.reason
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _environment() -> Any:
+    from jinja2 import Environment, StrictUndefined
+
+    return Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)

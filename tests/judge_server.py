@@ -1,0 +1,900 @@
+"""The project's test judge: a real OpenAI-compatible HTTP server answering from fixture labels.
+
+It is not a mock of the client: the test suite and the benchmarks talk to it over HTTP on
+127.0.0.1 with the real ``openai`` SDK, so retries, timeouts, connection pooling and response
+parsing are exercised exactly as against a provider.
+
+In process (pytest)::
+
+    with JudgeServer({"chunk text": 1, ("question", "other chunk"): 0.8}) as judge:
+        client = openai.AsyncOpenAI(base_url=judge.base_url, api_key="x")
+        ...
+        assert judge.stats.ok == 3
+
+As a subprocess (benchmarks)::
+
+    python tests/judge_server.py --port 0 --labels labels.json --latency-ms 200 --concurrency 64
+
+prints exactly one line ``READY http://127.0.0.1:<port>/v1`` on stdout and serves until SIGTERM or
+SIGINT; it then prints ``STATS {json}`` on stderr.
+
+Reading a request: only the LAST message with role ``user`` is read (earlier user/assistant
+messages are few-shot examples). Tags, each value on its own lines inside the block:
+
+* ``<question>`` / ``<answer>`` (the answer may be absent);
+* pointwise: one ``<context>`` block;
+* listwise: a ``<contexts>`` wrapper holding ``<context index="1">`` ... blocks, in order;
+* reason request: the message contains ``<verdicts>``; the score is read from ``<score>``.
+
+Exactly one leading and one trailing newline are stripped from each block. Blocks are found
+with a non-greedy regular expression, so a chunk may hold any text (braces, quotes, JSON, the
+word "verdict") EXCEPT its own closing tag: a chunk containing a literal ``</context>`` is cut
+there (a known, accepted limitation).
+
+Labels map a chunk (``str``) or a ``(question, chunk)`` tuple to an int 0/1 or a float
+probability of relevance (verdict 1 iff p >= 0.5). Lookup: ``(question, chunk)``, then
+``chunk``, else the ``default_label`` knob (counted in ``stats.unknown_chunks``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import math
+import random
+import re
+import signal
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["KNOB_NAMES", "OUTCOMES", "JudgeServer", "Knobs", "Stats", "load_labels", "main"]
+
+Label = int | float
+LabelKey = str | tuple[str, str]
+
+#: Forced outcomes accepted in the ``script`` knob.
+OUTCOMES = ("ok", "429", "500", "malformed", "hang", "mismatch")
+
+# --------------------------------------------------------------------------------------------
+# Knobs and stats
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Knobs:
+    """Run-time behaviour of the judge; every fault is off by default."""
+
+    default_label: Label = 0  # label of a chunk found in no label
+    latency_ms: float = 0.0  # sleep before answering (every outcome but hang)
+    latency_jitter_ms: float = 0.0  # latency += uniform(-jitter, +jitter), floored at 0
+    concurrency: int | None = None  # at most this many requests processed at once; others queue
+    hang: float = 0.0  # probability: accept, never answer (sleep hang_seconds, then drop)
+    hang_seconds: float = 3600.0
+    fail_429: float = 0.0  # probability of a 429 with Retry-After
+    retry_after: str | float = "0"  # Retry-After header value (seconds) of a 429
+    fail_500: float = 0.0  # probability of a 500
+    malformed: float = 0.0  # probability of a 200 whose content is not the expected JSON
+    malformed_content: str | None = None  # override the malformed content
+    count_mismatch: float = 0.0  # probability (listwise only) of one verdict fewer than chunks
+    script: list[str] = field(default_factory=list)  # forced outcomes, consumed one per request
+
+
+KNOB_NAMES = frozenset(f.name for f in fields(Knobs))
+_PROB_KNOBS = ("hang", "fail_429", "fail_500", "malformed", "count_mismatch")
+
+
+def _check_knob(name: str, value: Any) -> Any:
+    """Validate one knob value; return it normalised."""
+    if name not in KNOB_NAMES:
+        raise TypeError(f"unknown judge knob {name!r}; known: {sorted(KNOB_NAMES)}")
+    if name in _PROB_KNOBS:
+        value = float(value)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"knob {name} is a probability, got {value}")
+    elif name == "script":
+        value = list(value or [])
+        bad = [v for v in value if v not in OUTCOMES]
+        if bad:
+            raise ValueError(f"script outcomes must be among {OUTCOMES}, got {bad}")
+    elif name == "concurrency":
+        if value is not None:
+            value = int(value)
+            if value < 1:
+                raise ValueError("concurrency must be >= 1 or None")
+    elif name in ("latency_ms", "latency_jitter_ms", "hang_seconds"):
+        value = float(value)
+        if value < 0:
+            raise ValueError(f"knob {name} must be >= 0")
+    elif name == "default_label":
+        _label_prob(value)  # raises on a bad label
+    elif name == "retry_after":
+        value = str(value)
+    return value
+
+
+@dataclass
+class Stats:
+    """Counters of what the judge did; increments are thread-safe (``incr``).
+
+    ``requests`` counts every chat request; each ends as exactly one of ``ok`` (a clean
+    answer), ``malformed``, ``mismatches``, ``status_429``, ``status_500``, ``hangs``,
+    ``status_401``, ``status_400`` (unreadable request), or none of them when the client went
+    away before the answer. ``by_retry_count`` counts ``x-stainless-retry-count`` header values
+    (as ints when they parse). ``in_flight`` is the current number of requests being processed
+    (past the concurrency gate), ``in_flight_max`` its maximum.
+    """
+
+    requests: int = 0
+    ok: int = 0
+    status_429: int = 0
+    status_500: int = 0
+    malformed: int = 0
+    hangs: int = 0
+    mismatches: int = 0
+    unknown_chunks: int = 0
+    in_flight_max: int = 0
+    status_401: int = 0
+    status_400: int = 0
+    in_flight: int = 0
+    by_retry_count: Counter = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def incr(self, **deltas: int) -> None:
+        """Add ``deltas`` to the named counters atomically."""
+        with self._lock:
+            for name, delta in deltas.items():
+                setattr(self, name, getattr(self, name) + delta)
+
+    def enter(self) -> None:
+        """One more request in flight; track the maximum."""
+        with self._lock:
+            self.in_flight += 1
+            self.in_flight_max = max(self.in_flight_max, self.in_flight)
+
+    def leave(self) -> None:
+        """One request fewer in flight."""
+        with self._lock:
+            self.in_flight -= 1
+
+    def count_retry(self, value: str) -> None:
+        """Count one ``x-stainless-retry-count`` header value."""
+        key: int | str
+        try:
+            key = int(value)
+        except ValueError:
+            key = value
+        with self._lock:
+            self.by_retry_count[key] += 1
+
+    def reset(self) -> None:
+        """Zero every counter (``in_flight`` keeps its live value, the max restarts from it)."""
+        with self._lock:
+            for f in fields(self):
+                if f.name in ("_lock", "in_flight"):
+                    continue
+                setattr(self, f.name, Counter() if f.name == "by_retry_count" else 0)
+            self.in_flight_max = self.in_flight
+
+    def snapshot(self) -> dict[str, Any]:
+        """A consistent, JSON-ready copy of the counters."""
+        with self._lock:
+            out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
+            out["by_retry_count"] = {str(k): v for k, v in self.by_retry_count.items()}
+            return out
+
+
+# --------------------------------------------------------------------------------------------
+# Labels
+# --------------------------------------------------------------------------------------------
+
+_P_INT = {1: 0.97, 0: 0.03}
+_P_MIN, _P_MAX = 1e-6, 1 - 1e-6
+
+
+def _label_prob(label: Any) -> tuple[int, float]:
+    """``(verdict, p)`` for a label: int 0/1 -> p 0.97/0.03; float p -> verdict p >= 0.5."""
+    if isinstance(label, bool) or isinstance(label, int):
+        if int(label) not in (0, 1):
+            raise ValueError(f"an int label must be 0 or 1, got {label!r}")
+        return int(label), _P_INT[int(label)]
+    if isinstance(label, float):
+        if not 0.0 <= label <= 1.0 or math.isnan(label):
+            raise ValueError(f"a float label is a probability in [0, 1], got {label!r}")
+        return int(label >= 0.5), min(max(label, _P_MIN), _P_MAX)
+    raise TypeError(f"a label is an int 0/1 or a float probability, got {label!r}")
+
+
+def load_labels(path: str | Path) -> dict[LabelKey, Label]:
+    """Read a labels JSON file: a list of ``{"chunk", "question" (optional), "label"}``.
+
+    A plain ``{chunk: label}`` object is accepted too.
+    """
+    data = json.loads(Path(path).read_text("utf-8"))
+    if isinstance(data, dict):
+        return {str(k): v for k, v in data.items()}
+    labels: dict[LabelKey, Label] = {}
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or "chunk" not in item or "label" not in item:
+            raise ValueError(f"{path}: item {i} needs 'chunk' and 'label': {item!r}")
+        _label_prob(item["label"])
+        key: LabelKey = item["chunk"]
+        if item.get("question") is not None:
+            key = (item["question"], item["chunk"])
+        labels[key] = item["label"]
+    return labels
+
+
+# --------------------------------------------------------------------------------------------
+# Prompt parsing
+# --------------------------------------------------------------------------------------------
+
+_QUESTION_RE = re.compile(r"<question>(.*?)</question>", re.S)
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)
+_SCORE_RE = re.compile(r"<score>(.*?)</score>", re.S)
+_POINT_RE = re.compile(r"<context>(.*?)</context>", re.S)
+_LIST_BLOCK_RE = re.compile(r"<context\s+index=\"?(\d+)\"?\s*>(.*?)</context>", re.S)
+
+
+class BadRequest(Exception):
+    """The request cannot be judged (answered with a 400)."""
+
+
+def _strip_block(text: str) -> str:
+    """Drop exactly one leading and one trailing newline."""
+    if text.startswith("\n"):
+        text = text[1:]
+    if text.endswith("\n"):
+        text = text[:-1]
+    return text
+
+
+def _content_text(content: Any) -> str:
+    """The text of a message content: a string or a list of content parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content)
+
+
+@dataclass
+class Prompt:
+    """What the judge read from the last user message."""
+
+    kind: str  # "pointwise" | "listwise" | "reason"
+    question: str | None
+    answer: str | None
+    chunks: list[str]
+    score: str | None
+    prefix: str  # messages before the last user one + its text before the first "<context"
+    prefix_len: int  # characters of content in the prefix
+    prompt_chars: int  # characters of all message contents
+
+
+def parse_prompt(body: Mapping[str, Any]) -> Prompt:
+    """Read a chat request body as the harness's judge prompt."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty list")
+    texts = [_content_text(m.get("content") if isinstance(m, dict) else None) for m in messages]
+    roles = [m.get("role") if isinstance(m, dict) else None for m in messages]
+    last_user = max((i for i, r in enumerate(roles) if r == "user"), default=None)
+    if last_user is None:
+        raise BadRequest("no message with role 'user'")
+    text = texts[last_user]
+
+    def block(rx: re.Pattern[str], s: str) -> str | None:
+        m = rx.search(s)
+        return _strip_block(m.group(1)) if m else None
+
+    question = block(_QUESTION_RE, text)
+    answer = block(_ANSWER_RE, text)
+    score = None
+    chunks: list[str] = []
+    if "<verdicts>" in text:
+        kind = "reason"
+        score = block(_SCORE_RE, text)
+        if score is not None:
+            score = score.strip()
+    elif "<contexts>" in text:
+        kind = "listwise"
+        start = text.index("<contexts>") + len("<contexts>")
+        end = text.rfind("</contexts>")
+        region = text[start:end] if end >= start else text[start:]
+        chunks = [_strip_block(m.group(2)) for m in _LIST_BLOCK_RE.finditer(region)]
+        if not chunks:
+            raise BadRequest('<contexts> holds no <context index="N"> block')
+    else:
+        kind = "pointwise"
+        chunk = block(_POINT_RE, text)
+        if chunk is None:
+            raise BadRequest("the last user message has no <context>, <contexts> or <verdicts>")
+        chunks = [chunk]
+
+    cut = text.find("<context")
+    head = text if cut < 0 else text[:cut]
+    others = [(roles[i], texts[i]) for i in range(len(messages)) if i != last_user]
+    prefix = json.dumps([others, head])
+    prefix_len = sum(len(t) for _, t in others) + len(head)
+    return Prompt(kind, question, answer, chunks, score, prefix, prefix_len, sum(map(len, texts)))
+
+
+# --------------------------------------------------------------------------------------------
+# Content and logprobs
+# --------------------------------------------------------------------------------------------
+
+# a content is a list of segments: (text, None) or (verdict value, (positive, negative, p))
+Segment = tuple[str, "tuple[str, str, float] | None"]
+_TEXT_SPLIT_RE = re.compile(r"\s*\w+|\s*[^\w\s]+|\s+")
+_TEXT_PREFIX = "Here is my judgement:\n```json\n"
+_TEXT_SUFFIX = "\n```\nDone."
+
+
+def _merge(segments: list[Segment]) -> list[Segment]:
+    out: list[Segment] = []
+    for text, info in segments:
+        if info is None and out and out[-1][1] is None:
+            out[-1] = (out[-1][0] + text, None)
+        elif text or info is not None:
+            out.append((text, info))
+    return out
+
+
+def _logprobs(segments: list[Segment], top_n: int) -> dict[str, Any]:
+    """OpenAI ``logprobs`` whose tokens concatenate to the content; verdicts are own tokens."""
+    tokens: list[dict[str, Any]] = []
+    for text, info in segments:
+        if info is None:
+            for piece in _TEXT_SPLIT_RE.findall(text):
+                tokens.append(
+                    {
+                        "token": piece,
+                        "logprob": 0.0,
+                        "bytes": None,
+                        "top_logprobs": [{"token": piece, "logprob": 0.0, "bytes": None}][:top_n],
+                    }
+                )
+            continue
+        pos, neg, p = info
+        cands = [(pos, math.log(p)), (neg, math.log(1 - p))]
+        cands.sort(key=lambda c: -c[1])  # stable: the positive wins a tie (p == 0.5)
+        chosen = dict(cands)[text]
+        tokens.append(
+            {
+                "token": text,
+                "logprob": chosen,
+                "bytes": None,
+                "top_logprobs": [
+                    {"token": t, "logprob": lp, "bytes": None} for t, lp in cands[:top_n]
+                ],
+            }
+        )
+    return {"content": tokens, "refusal": None}
+
+
+# --------------------------------------------------------------------------------------------
+# Concurrency gate (lives on the server loop; its limit may change at run time)
+# --------------------------------------------------------------------------------------------
+
+
+class _Gate:
+    """A FIFO semaphore whose limit can change (None = unlimited)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.active = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def _free(self) -> bool:
+        return self.limit is None or self.active < self.limit
+
+    async def acquire(self) -> None:
+        if self._free() and not self._waiters:
+            self.active += 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # woken, then cancelled: pass the slot on
+                self.active -= 1
+                self._wake()
+            else:
+                try:
+                    self._waiters.remove(fut)
+                except ValueError:
+                    pass
+            raise
+
+    def release(self) -> None:
+        self.active -= 1
+        self._wake()
+
+    def set_limit(self, limit: int | None) -> None:
+        self.limit = limit
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self._free():
+            fut = self._waiters.popleft()
+            if not fut.done():
+                self.active += 1
+                fut.set_result(None)
+
+
+# --------------------------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------------------------
+
+
+def _error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+class JudgeServer:
+    """An OpenAI-compatible chat-completions judge on 127.0.0.1, answering from ``labels``.
+
+    It runs aiohttp on its own event loop in a background thread. Knobs (see ``Knobs``) can be
+    given here or changed at run time with ``configure``.
+    """
+
+    def __init__(
+        self,
+        labels: Mapping[LabelKey, Label] | None = None,
+        *,
+        model: str = "test-judge",
+        api_key: str | None = None,
+        seed: int = 0,
+        **knobs: Any,
+    ) -> None:
+        self.labels: dict[LabelKey, Label] = dict(labels or {})
+        for value in self.labels.values():
+            _label_prob(value)
+        self.model = model
+        self.api_key = api_key
+        self.seed = seed
+        self.stats = Stats()
+        self.requests: list[dict[str, Any]] = []
+        self.base_url = ""
+        self.port = 0
+        self._lock = threading.Lock()
+        self._rng = random.Random(seed)
+        self._knobs = Knobs()
+        self._script: deque[str] = deque()
+        self._prefixes: set[str] = set()
+        self._ids = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._gate: _Gate | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.configure(**knobs)
+
+    # ---- public API ----------------------------------------------------------------------
+
+    @property
+    def knobs(self) -> Knobs:
+        """A copy of the current knobs."""
+        with self._lock:
+            return Knobs(**{f.name: getattr(self._knobs, f.name) for f in fields(Knobs)})
+
+    def configure(self, **knobs: Any) -> None:
+        """Change knobs at run time (thread-safe); ``script`` replaces the pending script."""
+        checked = {name: _check_knob(name, value) for name, value in knobs.items()}
+        with self._lock:
+            for name, value in checked.items():
+                setattr(self._knobs, name, value)
+            if "script" in checked:
+                self._script = deque(checked["script"])
+        if "concurrency" in checked and self._loop is not None and self._gate is not None:
+            gate, limit = self._gate, checked["concurrency"]
+            self._loop.call_soon_threadsafe(gate.set_limit, limit)
+
+    def reset_stats(self) -> None:
+        """Zero the counters and forget the recorded requests (the prefix cache stays)."""
+        self.stats.reset()
+        self.requests.clear()
+
+    def clear_prefix_cache(self) -> None:
+        """Forget every prompt prefix seen (next requests report cached_tokens 0)."""
+        with self._lock:
+            self._prefixes.clear()
+
+    def start(self, port: int = 0) -> str:
+        """Serve on 127.0.0.1 (``port`` 0: chosen by the OS); return ``base_url``."""
+        if self._thread is not None:
+            raise RuntimeError("JudgeServer already started")
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self._loop = loop
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="judge-server", daemon=True)
+        self._thread.start()
+        ready.wait()
+        try:
+            asyncio.run_coroutine_threadsafe(self._astart(port), loop).result(timeout=30)
+        except BaseException:
+            self._close_loop()
+            raise
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        return self.base_url
+
+    def stop(self) -> None:
+        """Close the server now: cancel hung or queued handlers and drop their connections."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._astop(), loop).result(timeout=10)
+        finally:
+            self._close_loop()
+
+    def __enter__(self) -> JudgeServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- loop side ----------------------------------------------------------------------
+
+    def _close_loop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout=10)
+        if loop is not None and not loop.is_running():
+            loop.close()
+        self._loop = self._thread = None
+        self._runner = self._gate = None
+
+    async def _astart(self, port: int) -> None:
+        self._gate = _Gate(self._knobs.concurrency)
+        app = web.Application(client_max_size=64 * 1024**2)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.middlewares.append(self._json_404)
+        runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.1
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", port, reuse_address=True)
+        await site.start()
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+
+    async def _astop(self) -> None:
+        tasks = [t for t in self._tasks if not t.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=0.5)
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @web.middleware
+    async def _json_404(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except web.HTTPNotFound:
+            message = f"unknown path {request.path}"
+            body = _error_body(message, "invalid_request_error", "unknown_url")
+            return web.json_response(body, status=404)
+        except web.HTTPMethodNotAllowed:
+            body = _error_body(
+                f"method {request.method} not allowed on {request.path}",
+                "invalid_request_error",
+                "method_not_allowed",
+            )
+            return web.json_response(body, status=405)
+
+    def _unauthorized(self, request: web.Request) -> bool:
+        if self.api_key is None:
+            return False
+        return request.headers.get("Authorization", "") != f"Bearer {self.api_key}"
+
+    def _auth_error(self) -> web.Response:
+        body = _error_body(
+            "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+        )
+        return web.json_response(body, status=401)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if self._unauthorized(request):
+            return self._auth_error()
+        model = {"id": self.model, "object": "model", "created": 0, "owned_by": "judge-server"}
+        return web.json_response({"object": "list", "data": [model]})
+
+    def _draw(self, listwise: bool) -> tuple[str, float, Knobs]:
+        """Pick this request's outcome and latency (seconds), under the lock."""
+        with self._lock:
+            k = self._knobs
+            knobs = Knobs(**{f.name: getattr(k, f.name) for f in fields(Knobs)})
+            if self._script:
+                outcome = self._script.popleft()
+            else:
+                draws = [self._rng.random() for _ in _PROB_KNOBS]
+                outcome = "ok"
+                for name, draw, result in zip(
+                    _PROB_KNOBS, draws, ("hang", "429", "500", "malformed", "mismatch")
+                ):
+                    if draw < getattr(k, name):
+                        outcome = result
+                        break
+            latency = k.latency_ms
+            if k.latency_jitter_ms:
+                latency += self._rng.uniform(-k.latency_jitter_ms, k.latency_jitter_ms)
+        if outcome == "mismatch" and not listwise:
+            outcome = "ok"
+        return outcome, max(latency, 0.0) / 1000.0, knobs
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        entry: dict[str, Any] = {"body": None, "headers": headers, "status": None}
+        self.requests.append(entry)
+        self.stats.incr(requests=1)
+        if "x-stainless-retry-count" in headers:
+            self.stats.count_retry(headers["x-stainless-retry-count"])
+        try:
+            response = await self._chat_inner(request, entry)
+            entry["status"] = response.status
+            return response
+        finally:
+            if entry["status"] is None:
+                entry["status"] = 0  # no answer: hung, or the client went away
+            self._tasks.discard(task)
+
+    def _bad_request(self, message: str) -> web.Response:
+        self.stats.incr(status_400=1)
+        return web.json_response(_error_body(message, "invalid_request_error", None), status=400)
+
+    async def _chat_inner(self, request: web.Request, entry: dict[str, Any]) -> web.Response:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        entry["body"] = body
+        if self._unauthorized(request):
+            self.stats.incr(status_401=1)
+            return self._auth_error()
+        if not isinstance(body, dict):
+            return self._bad_request("the request body is not a JSON object")
+        if body.get("stream"):
+            return self._bad_request("streaming is not supported by the test judge")
+        try:
+            prompt = parse_prompt(body)
+        except BadRequest as exc:
+            return self._bad_request(str(exc))
+
+        outcome, latency, knobs = self._draw(prompt.kind == "listwise")
+        gate = self._gate
+        assert gate is not None
+        await gate.acquire()
+        self.stats.enter()
+        try:
+            if outcome == "hang":
+                self.stats.incr(hangs=1)
+                await asyncio.sleep(knobs.hang_seconds)
+                # still "never answer": drop the connection instead
+                if request.transport is not None:
+                    request.transport.abort()
+                raise asyncio.CancelledError
+            if latency:
+                await asyncio.sleep(latency)
+            if outcome == "429":
+                self.stats.incr(status_429=1)
+                body429 = _error_body(
+                    "Rate limit reached (test judge).", "rate_limit_error", "rate_limit_exceeded"
+                )
+                return web.json_response(
+                    body429, status=429, headers={"Retry-After": knobs.retry_after}
+                )
+            if outcome == "500":
+                self.stats.incr(status_500=1)
+                return web.json_response(
+                    _error_body("The server had an error (test judge).", "server_error", None),
+                    status=500,
+                )
+            return web.json_response(self._completion(body, prompt, outcome, knobs))
+        finally:
+            self.stats.leave()
+            gate.release()
+
+    def _verdict(self, question: str | None, chunk: str, default: Label) -> tuple[int, float]:
+        labels = self.labels
+        if question is not None and (question, chunk) in labels:
+            return _label_prob(labels[(question, chunk)])
+        if chunk in labels:
+            return _label_prob(labels[chunk])
+        self.stats.incr(unknown_chunks=1)
+        return _label_prob(default)
+
+    def _segments(self, prompt: Prompt, outcome: str, knobs: Knobs) -> list[Segment]:
+        if prompt.kind == "reason":
+            score = prompt.score if prompt.score is not None else "unknown"
+            reason = (
+                f"The score is {score} because the relevant contexts are ranked as they "
+                "were judged."
+            )
+            return [(json.dumps({"reason": reason}), None)]
+        judged = [self._verdict(prompt.question, c, knobs.default_label) for c in prompt.chunks]
+        if prompt.kind == "pointwise":
+            verdict, p = judged[0]
+            reason = (
+                "The context is relevant to the question."
+                if verdict
+                else "The context is not relevant to the question."
+            )
+            return [
+                ('{"reason": ' + json.dumps(reason) + ', "verdict": ', None),
+                (str(verdict), ("1", "0", p)),
+                ("}", None),
+            ]
+        if outcome == "mismatch":
+            judged = judged[:-1]
+        segs: list[Segment] = [('{"verdicts": [', None)]
+        for i, (verdict, p) in enumerate(judged, start=1):
+            what = "relevant" if verdict else "not relevant"
+            reason = f"Context {i} is {what} to the question."
+            if i > 1:
+                segs.append((", ", None))
+            segs.append(('{"reason": ' + json.dumps(reason) + ', "verdict": "', None))
+            segs.append(("yes" if verdict else "no", ("yes", "no", p)))
+            segs.append(('"}', None))
+        segs.append(("]}", None))
+        return segs
+
+    def _completion(
+        self, body: dict[str, Any], prompt: Prompt, outcome: str, knobs: Knobs
+    ) -> dict[str, Any]:
+        fmt = body.get("response_format") or {}
+        json_mode = isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object")
+        if outcome == "malformed":
+            self.stats.incr(malformed=1)
+            if knobs.malformed_content is not None:
+                text = knobs.malformed_content
+            else:
+                text = '{"reason": "cut' if json_mode else "verdict: maybe"
+            segments: list[Segment] = [(text, None)]
+        else:
+            segments = self._segments(prompt, outcome, knobs)
+            if outcome == "mismatch":
+                self.stats.incr(mismatches=1)
+            else:
+                self.stats.incr(ok=1)
+            if not json_mode:
+                segments = [(_TEXT_PREFIX, None), *segments, (_TEXT_SUFFIX, None)]
+        segments = _merge(segments)
+        content = "".join(text for text, _ in segments)
+
+        key = hashlib.sha256(prompt.prefix.encode("utf-8", "surrogatepass")).hexdigest()
+        with self._lock:
+            seen = key in self._prefixes
+            self._prefixes.add(key)
+            self._ids += 1
+            ident = self._ids
+        cached = math.ceil(prompt.prefix_len / 4) // 64 * 64 if seen else 0
+        prompt_tokens = math.ceil(prompt.prompt_chars / 4)
+        completion_tokens = math.ceil(len(content) / 4)
+
+        logprobs = None
+        if body.get("logprobs"):
+            top_n = body.get("top_logprobs")
+            logprobs = _logprobs(segments, 5 if top_n is None else int(top_n))
+        return {
+            "id": f"chatcmpl-judge-{ident}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+            "system_fingerprint": "fp_test_judge",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "finish_reason": "stop",
+                    "logprobs": logprobs,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": cached},
+            },
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="OpenAI-compatible test judge answering from labels")
+    ap.add_argument("--port", type=int, default=0, help="0: chosen by the OS")
+    ap.add_argument("--labels", type=Path, help='JSON list of {"chunk", "question"?, "label"}')
+    ap.add_argument("--model", default="test-judge")
+    ap.add_argument("--api-key", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--default-label", type=json.loads, default=0)
+    ap.add_argument("--latency-ms", type=float, default=0.0)
+    ap.add_argument("--latency-jitter-ms", type=float, default=0.0)
+    ap.add_argument("--concurrency", type=int, default=None)
+    ap.add_argument("--hang", type=float, default=0.0)
+    ap.add_argument("--hang-seconds", type=float, default=3600.0)
+    ap.add_argument("--fail-429", type=float, default=0.0)
+    ap.add_argument("--retry-after", default="0")
+    ap.add_argument("--fail-500", type=float, default=0.0)
+    ap.add_argument("--malformed", type=float, default=0.0)
+    ap.add_argument("--count-mismatch", type=float, default=0.0)
+    ap.add_argument("--script", default="", help="comma-separated outcomes, e.g. 429,ok,hang")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until SIGTERM/SIGINT; print ``READY <base_url>`` once listening."""
+    args = _parse_args(argv)
+    labels = load_labels(args.labels) if args.labels else {}
+    server = JudgeServer(
+        labels,
+        model=args.model,
+        api_key=args.api_key,
+        seed=args.seed,
+        default_label=args.default_label,
+        latency_ms=args.latency_ms,
+        latency_jitter_ms=args.latency_jitter_ms,
+        concurrency=args.concurrency,
+        hang=args.hang,
+        hang_seconds=args.hang_seconds,
+        fail_429=args.fail_429,
+        retry_after=args.retry_after,
+        fail_500=args.fail_500,
+        malformed=args.malformed,
+        count_mismatch=args.count_mismatch,
+        script=[s.strip() for s in args.script.split(",") if s.strip()],
+    )
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    base_url = server.start(args.port)
+    print(f"READY {base_url}", flush=True)
+    try:
+        while not done.wait(0.2):
+            pass
+    finally:
+        server.stop()
+        print("STATS " + json.dumps(server.stats.snapshot()), file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
