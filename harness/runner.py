@@ -264,10 +264,10 @@ def _run(
     summary_path = out_dir / "summary.json"
     summary_path.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", "utf-8")
     config_path = out_dir / "config.yaml"
-    config_path.write_text(
-        OmegaConf.to_yaml({k: cfg[k] for k in groups + ["experiment_name"] if k in cfg}, resolve=True),
-        "utf-8",
-    )
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    resolved.pop("hydra", None)
+    config_path.write_text(OmegaConf.to_yaml(resolved), "utf-8")
 
     params: dict[str, str] = {}
     for group, tree in used.items():

@@ -53,3 +53,22 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
 def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One SQLite MLflow store for the session (creating the schema costs seconds)."""
     return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+@pytest.fixture
+def judge_server():
+    """The project's test judge (a real OpenAI-compatible HTTP server on 127.0.0.1)."""
+    from judge_server import JudgeServer
+
+    with JudgeServer(retry_after="0.01") as server:
+        yield server
+
+
+def sample_labels() -> dict:
+    """Labels for the bundled dataset: a chunk is relevant iff its id is a reference id."""
+    labels = {}
+    rows = [json.loads(line) for line in (ROOT / "harness/data/sample_rag.jsonl").read_text("utf-8").splitlines()]
+    for row in rows:
+        for chunk, cid in zip(row["retrieved_contexts"], row["retrieved_context_ids"], strict=True):
+            labels[(row["user_input"], chunk)] = int(cid in row["reference_context_ids"])
+    return labels

@@ -197,7 +197,7 @@ class OpenAIJudge:
         import openai
 
         client = self._ensure_client().with_options(
-            timeout=self.preflight_timeout, max_retries=1
+            timeout=self.preflight_timeout, max_retries=0
         )
         where = self.base_url or "the OpenAI API"
         try:
@@ -208,12 +208,15 @@ class OpenAIJudge:
             ) from None
         except openai.NotFoundError:
             return  # some servers have no /models; the first call will tell
-        except openai.APITimeoutError:
+        except openai.APIConnectionError as e:  # includes timeouts
+            cause = e.__cause__
+            if isinstance(e, openai.APITimeoutError) and "connect" not in str(cause).lower():
+                raise JudgeError(
+                    f"judge: {where} did not answer within {self.preflight_timeout:g} s"
+                ) from None
             raise JudgeError(
-                f"judge: {where} did not answer within {self.preflight_timeout:g} s"
+                f"judge: cannot reach {where} ({cause or e}); is the server running?"
             ) from None
-        except openai.APIConnectionError as e:
-            raise JudgeError(f"judge: cannot reach {where} ({e.__cause__ or e})") from None
         except openai.APIStatusError as e:
             if e.status_code >= 500:
                 raise JudgeError(f"judge: {where} answered HTTP {e.status_code}") from None
@@ -317,27 +320,26 @@ class OpenAIJudge:
     ) -> T:
         """Call and parse; re-ask up to ``parse_retries`` times after an unusable reply.
 
-        A re-ask shows the judge its unusable reply and the problem, since resending the
-        same request to a deterministic model tends to return the same reply.
+        A re-ask repeats the request with a note on what was wrong appended to the last
+        user message (resending the same request to a deterministic model tends to return
+        the same reply; the note changes only the end, so a cached prefix still applies).
         """
         attempt_messages = messages
         error: JudgeParseError | None = None
         for _ in range(self.parse_retries + 1):
-            bad_reply = ""
             try:
                 completion = await self.complete(attempt_messages, kind, logprobs)
-                bad_reply = completion.content
                 return parse(completion)
             except JudgeParseError as e:
                 self.stats.parse_failures += 1
                 error = e
+            last = messages[-1]
             attempt_messages = [
-                *messages,
-                {"role": "assistant", "content": _clip(bad_reply)},
+                *messages[:-1],
                 {
-                    "role": "user",
-                    "content": f"That reply could not be used ({error}). Reply again with only "
-                    "the JSON object described above.",
+                    "role": last["role"],
+                    "content": f"{last['content']}\n\nYour previous reply could not be used "
+                    f"({_clip(str(error), 300)}). Reply with only the JSON object described above.",
                 },
             ]
         self.stats.failures += 1

@@ -1,0 +1,137 @@
+"""LLM-judged metrics end to end: the CLI in a subprocess against the test judge."""
+
+import json
+
+import pytest
+
+from conftest import ROOT, run_cli, sample_labels
+from harness.metrics.ranking import average_precision
+
+pytestmark = pytest.mark.slow
+CANARY = "sk-canary-0123456789abcdef"
+
+
+def judge_args(server, *extra):
+    return ("judge=local", f"judge.base_url={server.base_url}", "judge.model=test-judge", *extra)
+
+
+def expected_verdicts():
+    rows = [json.loads(x) for x in (ROOT / "harness/data/sample_rag.jsonl").read_text("utf-8").splitlines()]
+    return [[int(i in r["reference_context_ids"]) for i in r["retrieved_context_ids"]] for r in rows]
+
+
+def test_llm_with_reference_end_to_end(tmp_path, judge_server, mlflow_store):
+    from judge_server import JudgeServer
+
+    with JudgeServer(sample_labels(), api_key=CANARY) as server:
+        result = run_cli(
+            "metric=llm_with_reference", *judge_args(server, "judge.api_key_env=HARNESS_CANARY"),
+            cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store, "HARNESS_CANARY": CANARY},
+        )
+        assert result.returncode == 0, result.stderr
+        n_chunks = sum(len(v) for v in expected_verdicts())
+        assert server.stats.ok == n_chunks  # one call per chunk, nothing else
+    rows = result.rows()
+    for row, verdicts in zip(rows, expected_verdicts(), strict=True):
+        assert row["verdicts"] == verdicts
+        assert repr(row["score"]) == repr(average_precision(verdicts, 1e-10))
+        assert len(row["reasons"]) == len(verdicts)
+    summary = result.summary()
+    assert summary["metric"] == "llm_with_reference"
+    assert summary["options"]["judge"] == "local" and summary["options"]["prompt"] == "llm_with_reference"
+    judge = summary["judge"]
+    assert judge["requests"] == n_chunks and judge["failures"] == 0
+    assert judge["prompt_tokens"] > 0 and judge["cached_prompt_tokens"] > 0
+    assert summary["prompt"]["version"] == "pointwise_reference_v1"
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_store)
+    exp = client.get_experiment_by_name("default")
+    [run] = client.search_runs([exp.experiment_id], "tags.`choice.metric` = 'llm_with_reference'",
+                               order_by=["attributes.start_time DESC"], max_results=1)
+    assert run.data.tags["prompt.sha256"] == summary["prompt"]["sha256"]
+    assert run.data.metrics["judge/requests"] == n_chunks
+    assert run.data.params["judge.model"] == "test-judge"
+    assert run.data.params["judge.api_key_env"] == "HARNESS_CANARY"
+    assert "prompt.yaml" in {a.path for a in client.list_artifacts(run.info.run_id)}
+
+    # The key itself appears nowhere: outputs, Hydra's files, console, MLflow.
+    texts = [result.stdout, result.stderr, json.dumps(run.data.to_dictionary())]
+    texts += [p.read_text("utf-8", "replace") for p in result.out_dir.rglob("*") if p.is_file()]
+    art = client.download_artifacts(run.info.run_id, "", str(tmp_path / "art"))
+    from pathlib import Path
+
+    texts += [p.read_text("utf-8", "replace") for p in Path(art).rglob("*") if p.is_file()]
+    assert not any(CANARY in t for t in texts)
+
+
+def test_contextual_precision_end_to_end(tmp_path):
+    from judge_server import JudgeServer
+
+    with JudgeServer(sample_labels()) as server:
+        result = run_cli("metric=contextual_precision", *judge_args(server), "tracking=none", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert server.stats.ok == 60  # a listwise call and a reason call per sample
+    rows = result.rows()
+    for row, verdicts in zip(rows, expected_verdicts(), strict=True):
+        assert row["verdicts"] == verdicts
+        expected = average_precision(verdicts, 0.0)
+        assert row["score"] == expected
+        assert row["success"] is (expected >= 0.5)
+        assert row["reason"]
+    summary = result.summary()
+    successes = sum(r["success"] for r in rows)
+    assert summary["success_rate"] == successes / 30
+    assert "success rate" in result.stdout
+
+
+def test_dataset_without_the_needed_field_fails_before_any_call(tmp_path, judge_server):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"user_input": "q", "retrieved_contexts": ["c"]}) + "\n", "utf-8")
+    result = run_cli("metric=llm_with_reference", "dataset=jsonl", f"dataset.path={path}",
+                     *judge_args(judge_server), "tracking=none", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "needs the field 'reference'" in result.stderr and "Traceback" not in result.stderr
+    assert judge_server.stats.requests == 0
+
+
+def test_endpoint_down_is_a_clear_error_within_seconds(tmp_path):
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    result = run_cli("metric=llm_with_reference", "judge=local", f"judge.base_url=http://127.0.0.1:{port}/v1",
+                     "judge.model=m", "tracking=none", cwd=tmp_path)
+    assert time.monotonic() - start < 20
+    assert result.returncode == 2
+    assert "cannot reach" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_misspelt_prompt_variable_fails_before_any_call(tmp_path, judge_server):
+    own = tmp_path / "p.yaml"
+    own.write_text(
+        "version: mine\nmode: pointwise\nsystem: Judge.\nuser: '{{ questoin }} {{ context }}'\n", "utf-8"
+    )
+    result = run_cli("metric=llm_with_reference", "prompt=file", f"prompt.path={own}",
+                     *judge_args(judge_server), "tracking=none", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "unknown variable 'questoin'" in result.stderr and "did you mean 'question'" in result.stderr
+    assert judge_server.stats.requests == 0
+
+
+def test_too_many_unscored_fails_the_run_with_partial_results(tmp_path, judge_server):
+    judge_server.labels.update(sample_labels())
+    judge_server.configure(malformed=1.0)
+    result = run_cli("metric=llm_with_reference", *judge_args(judge_server, "judge.parse_retries=1"),
+                     "run.limit=4", "run.max_unscored_frac=0.5", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 3
+    assert "4 of 4 samples are unscored" in result.stderr
+    rows = result.rows()
+    assert [r["score"] for r in rows] == [None] * 4
+    assert all("unusable judge reply after 2 attempts" in r["error"] for r in rows)
+    assert result.summary()["judge"]["parse_failures"] == sum(
+        len(v) for v in expected_verdicts()[:4]) * 2
