@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
-
-import hydra
-from omegaconf import DictConfig
+from typing import Any
 
 #: Absolute, because Hydra resolves a relative config_path against the module of the
 #: task function, which breaks under ``python -m``.
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
-
-@hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")
-def _task(cfg: DictConfig) -> float | None:
-    from harness.runner import main as run_main
-
-    return run_main(cfg)
-
 
 #: Arguments after which no MLflow run will be logged, so no logger is prewarmed.
 _NO_TRACKING = {
@@ -26,16 +18,27 @@ _NO_TRACKING = {
 }
 
 
+def _hydra_app() -> Callable[[], Any]:
+    import hydra
+    from omegaconf import DictConfig
+
+    @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")
+    def task(cfg: DictConfig) -> float | None:
+        from harness.runner import main as run_main
+
+        return run_main(cfg)
+
+    return task
+
+
 def main() -> None:
     """Console entry point."""
-    import sys
-
     from harness.tracking import mlflow as mlflow_tracking
 
     if not _NO_TRACKING.intersection(sys.argv[1:]):
-        # Start MLflow's 2-3 s of imports now, in parallel with Hydra and the work.
+        # Start MLflow's 2-3 s of imports first, in parallel with Hydra and the work.
         mlflow_tracking.prewarm()
     try:
-        _task()
+        _hydra_app()()
     finally:
         mlflow_tracking.discard_prewarmed()
