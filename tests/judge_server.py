@@ -87,6 +87,8 @@ class Knobs:
     malformed_content: str | None = None  # override the malformed content
     count_mismatch: float = 0.0  # probability (listwise only) of one verdict fewer than chunks
     script: list[str] = field(default_factory=list)  # forced outcomes, consumed one per request
+    # response_format types answered with a 400, as endpoints without structured output do
+    reject_formats: list[str] = field(default_factory=list)
 
 
 KNOB_NAMES = frozenset(f.name for f in fields(Knobs))
@@ -119,6 +121,8 @@ def _check_knob(name: str, value: Any) -> Any:
         _label_prob(value)  # raises on a bad label
     elif name == "retry_after":
         value = str(value)
+    elif name == "reject_formats":
+        value = [str(v) for v in (value or [])]
     return value
 
 
@@ -686,6 +690,9 @@ class JudgeServer:
             return self._bad_request("the request body is not a JSON object")
         if body.get("stream"):
             return self._bad_request("streaming is not supported by the test judge")
+        fmt = (body.get("response_format") or {}).get("type")
+        if fmt is not None and fmt in self.knobs.reject_formats:
+            return self._bad_request(f"response_format of type {fmt!r} is not supported")
         try:
             prompt = parse_prompt(body)
         except BadRequest as exc:

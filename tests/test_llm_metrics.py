@@ -283,3 +283,37 @@ def test_template_syntax_in_a_chunk_is_just_text(judge_server):
 def test_listwise_prompt_is_rejected_by_a_pointwise_metric(judge_server):
     with pytest.raises(ConfigError, match="choose a pointwise prompt"):
         LLMContextPrecision("llm_with_reference", judge(judge_server), prompt("contextual_precision"))
+
+
+def test_endpoint_without_structured_output_falls_back(judge_server):
+    judge_server.labels.update({PARIS: 1, BERLIN: 0})
+    judge_server.configure(reject_formats=["json_schema", "json_object"])
+    metric = pointwise(judge_server)
+    [r] = score(metric, [sample([BERLIN, PARIS])])
+    assert r.score == 0.49999999995
+    assert metric.judge.output_mode == "text"
+    assert metric.judge.stats.output_mode_fallbacks == 2
+    assert "response_format" not in judge_server.requests[-1]["body"]
+
+
+def test_max_concurrency_bounds_requests_in_flight(judge_server):
+    chunks = [f"c{i}" for i in range(30)]
+    judge_server.configure(latency_ms=50)
+    score(pointwise(judge_server, judge={"max_concurrency": 4}), [sample(chunks)])
+    assert judge_server.stats.in_flight_max == 4
+
+
+def test_retry_after_is_honoured(judge_server):
+    import time
+
+    judge_server.labels.update({PARIS: 1})
+    judge_server.configure(script=["429", "ok"], retry_after="0.6")
+    metric = pointwise(judge_server)
+    metric.preflight()
+    start = time.monotonic()
+    [r] = metric.score_batch([sample([PARIS])])
+    elapsed = time.monotonic() - start
+    metric.close()
+    assert r.score == 0.9999999999
+    assert elapsed >= 0.6
+    assert metric.judge.stats.retries == 1 and metric.judge.stats.requests == 2

@@ -251,6 +251,7 @@ class OpenAIJudge:
         client = self._ensure_client()
         assert self._semaphore is not None
         while True:
+            mode = self.output_mode
             template = self._body_template(kind, logprobs)
             body = b'{"messages":' + json.dumps(messages, ensure_ascii=False).encode() + b"," + template[1:]
             self.stats.calls += 1
@@ -264,7 +265,7 @@ class OpenAIJudge:
                     )
                     raw = await response.aread()
             except openai.BadRequestError as e:
-                if self._step_down(e):
+                if self._step_down(e, mode):
                     continue
                 self.stats.requests += 1
                 self.stats.failures += 1
@@ -288,13 +289,15 @@ class OpenAIJudge:
             lp = (choice.get("logprobs") or {}).get("content") if logprobs else None
             return Completion(content, lp, usage)
 
-    def _step_down(self, error: Any) -> bool:
+    def _step_down(self, error: Any, mode: OutputMode) -> bool:
+        """After a 400 that rejects the output format: use the next mode, and retry."""
         text = str(getattr(error, "message", error)).lower()
-        if self.output_mode in _FALLBACK and ("response_format" in text or "json_schema" in text):
-            self.output_mode = _FALLBACK[self.output_mode]
+        if mode not in _FALLBACK or not ("response_format" in text or "json_schema" in text):
+            return False
+        if self.output_mode == mode:  # concurrent calls: only the first one steps down
+            self.output_mode = _FALLBACK[mode]
             self.stats.output_mode_fallbacks += 1
-            return True
-        return False
+        return True
 
     def _count_usage(self, usage: Mapping[str, Any]) -> None:
         prompt = int(usage.get("prompt_tokens") or 0)
