@@ -49,6 +49,14 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out_dir)
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own verdict cache (never the user's ~/.cache)."""
+    root = tmp_path_factory.mktemp("xdg_cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(root))
+    return root
+
+
 @pytest.fixture(scope="session")
 def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One SQLite MLflow store for the session (creating the schema costs seconds)."""

@@ -125,7 +125,7 @@ def test_count_mismatch_is_retried_then_unscored(judge_server):
     [r] = score(listwise(judge_server, include_reason=False), [sample([BERLIN, PARIS])])
     assert r.score == 0.5
     judge_server.configure(script=["mismatch"] * 3)
-    metric = listwise(judge_server, include_reason=False, judge={"parse_retries": 2})
+    metric = listwise(judge_server, include_reason=False, judge={"parse_retries": 2, "cache": False})
     [r] = score(metric, [sample([BERLIN, PARIS])])
     assert r.score is None and "1 verdicts for 2 chunks" in r.error
     assert metric.judge.stats.parse_failures == 3 and metric.judge.stats.failures == 1
@@ -137,7 +137,7 @@ def test_malformed_output_is_retried_never_zero(judge_server):
     [r] = score(pointwise(judge_server), [sample([PARIS])])
     assert r.score == 0.9999999999
     judge_server.configure(script=["malformed"] * 3)
-    [r] = score(pointwise(judge_server, judge={"parse_retries": 2}), [sample([PARIS])])
+    [r] = score(pointwise(judge_server, judge={"parse_retries": 2, "cache": False}), [sample([PARIS])])
     assert r.score is None and "unusable judge reply after 3 attempts" in r.error
 
 
@@ -207,10 +207,11 @@ def test_faults_are_retried_and_scores_match_the_fault_free_run(judge_server):
         chunks = [f"s{i} c{k}" for k in range(3)]
         judge_server.labels.update({c: (i + k) % 2 for k, c in enumerate(chunks)})
         samples.append(sample(chunks, str(i)))
-    clean = [r.score for r in score(pointwise(judge_server), samples)]
+    clean = [r.score for r in score(pointwise(judge_server, judge={"cache": False}), samples)]
     judge_server.reset_stats()
     judge_server.configure(fail_429=0.1, fail_500=0.1, malformed=0.05, hang=0.02, hang_seconds=30)
-    metric = pointwise(judge_server, judge={"timeout": 1.0, "max_retries": 8, "parse_retries": 4})
+    metric = pointwise(judge_server, judge={"timeout": 1.0, "max_retries": 8, "parse_retries": 4,
+                                            "cache": False})
     faulty = score(metric, samples)
     assert [r.score for r in faulty] == clean
     assert all(r.error is None for r in faulty)

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from pathlib import Path
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
 from harness.errors import ConfigError, JudgeError, JudgeParseError
+from harness.judges.cache import VerdictCache, cache_key, default_path
 
 T = TypeVar("T")
 OutputMode = Literal["json_schema", "json_object", "text"]
@@ -73,11 +75,17 @@ class JudgeStats:
     soft_fallbacks: int = 0
     output_mode_fallbacks: int = 0
     cost_usd: float = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    saved_prompt_tokens: int = 0
+    saved_completion_tokens: int = 0
+    saved_cost_usd: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
-        """All counters (cost rounded to micro-dollars)."""
+        """All counters (costs rounded to micro-dollars)."""
         data: dict[str, float] = asdict(self)
         data["cost_usd"] = round(self.cost_usd, 6)
+        data["saved_cost_usd"] = round(self.saved_cost_usd, 6)
         return data
 
 
@@ -114,6 +122,13 @@ class OpenAIJudge:
         prices: USD per million tokens by model: ``{model: {input, cached_input, output}}``.
         extra_body: Extra JSON fields sent with every request (endpoint-specific options).
         preflight_timeout: Seconds to wait for the endpoint's answer before the run starts.
+        cache: Keep every usable reply in a persistent cache and reuse it: a rerun, or a
+            sweep whose retrievals overlap, pays for each distinct question once.
+        cache_path: The cache file (``null``: ``$XDG_CACHE_HOME/harness/verdicts.sqlite``).
+        samples: Independent verdicts per judgement (for temperature > 0): draw ``i`` is
+            sent with seed ``seed + i`` and cached on its own.
+        vote: How several verdicts combine: ``majority`` (relevant iff at least half say
+            so) or ``mean`` (the share that say so, a graded relevance).
     """
 
     def __init__(
@@ -134,6 +149,10 @@ class OpenAIJudge:
         prices: Mapping[str, Mapping[str, float]] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         preflight_timeout: float = 10.0,
+        cache: bool = True,
+        cache_path: str | None = None,
+        samples: int = 1,
+        vote: Literal["majority", "mean"] = "majority",
     ) -> None:
         if max_concurrency < 1:
             raise ConfigError(f"judge.max_concurrency: expected >= 1, got {max_concurrency}")
@@ -147,10 +166,17 @@ class OpenAIJudge:
         self.prices = {k: dict(v) for k, v in (prices or {}).items()}
         self.extra_body = dict(extra_body or {})
         self.preflight_timeout = preflight_timeout
+        if samples < 1:
+            raise ConfigError(f"judge.samples: expected >= 1, got {samples}")
+        if vote not in ("majority", "mean"):
+            raise ConfigError(f"judge.vote: expected 'majority' or 'mean', got {vote!r}")
+        self.cache_enabled, self.cache_path = cache, cache_path
+        self.samples, self.vote = samples, vote
         self.stats = JudgeStats()
         self._client: Any = None
+        self._cache: VerdictCache | None = None
         self._semaphore: asyncio.Semaphore | None = None
-        self._bodies: dict[tuple[str, bool], bytes] = {}
+        self._bodies: dict[tuple[str, str, bool, int], bytes] = {}
 
     def describe(self) -> dict[str, Any]:
         """Everything that can change a verdict (no secrets): for outputs and cache keys."""
@@ -165,7 +191,13 @@ class OpenAIJudge:
             "seed": self.seed,
             "output_mode": self.output_mode,
             "extra_body": self.extra_body,
+            "samples": self.samples,
+            "vote": self.vote,
+            "cache": str(self._cache_file()) if self.cache_enabled else None,
         }
+
+    def _cache_file(self) -> Path:
+        return Path(self.cache_path).expanduser() if self.cache_path else default_path()
 
     def _api_key(self) -> str:
         if self.api_key_env is None:
@@ -221,14 +253,16 @@ class OpenAIJudge:
             if e.status_code >= 500:
                 raise JudgeError(f"judge: {where} answered HTTP {e.status_code}") from None
 
-    def _body_template(self, kind: Kind, logprobs: bool) -> bytes:
-        """The request JSON minus the messages, built once per kind."""
-        key = (f"{self.output_mode}:{kind}", logprobs)
+    def _body_template(self, kind: Kind, logprobs: bool, draw: int) -> bytes:
+        """The request JSON minus the messages, built once per kind and draw."""
+        key = (self.output_mode, kind, logprobs, draw)
         if key not in self._bodies:
             body: dict[str, Any] = {"model": self.model, "temperature": self.temperature}
-            for name in ("top_p", "max_tokens", "seed"):
+            for name in ("top_p", "max_tokens"):
                 if getattr(self, name) is not None:
                     body[name] = getattr(self, name)
+            if self.seed is not None:
+                body["seed"] = self.seed + draw
             if self.output_mode == "json_schema":
                 body["response_format"] = {
                     "type": "json_schema",
@@ -240,10 +274,16 @@ class OpenAIJudge:
                 body["logprobs"] = True
                 body["top_logprobs"] = self.top_logprobs
             body.update(self.extra_body)
-            self._bodies[key] = json.dumps(body, ensure_ascii=False).encode()
+            self._bodies[key] = json.dumps(body, ensure_ascii=False, sort_keys=True).encode()
         return self._bodies[key]
 
-    async def complete(self, messages: list[dict[str, str]], kind: Kind, logprobs: bool = False) -> Completion:
+    def _body(self, messages: list[dict[str, str]], kind: Kind, logprobs: bool, draw: int) -> bytes:
+        template = self._body_template(kind, logprobs, draw)
+        return b'{"messages":' + json.dumps(messages, ensure_ascii=False).encode() + b"," + template[1:]
+
+    async def complete(
+        self, messages: list[dict[str, str]], kind: Kind, logprobs: bool = False, draw: int = 0
+    ) -> Completion:
         """One chat completion (transport retries by the SDK); raise ``JudgeError`` on failure."""
         import httpx2
         import openai
@@ -252,8 +292,7 @@ class OpenAIJudge:
         assert self._semaphore is not None
         while True:
             mode = self.output_mode
-            template = self._body_template(kind, logprobs)
-            body = b'{"messages":' + json.dumps(messages, ensure_ascii=False).encode() + b"," + template[1:]
+            body = self._body(messages, kind, logprobs, draw)
             self.stats.calls += 1
             try:
                 async with self._semaphore:
@@ -306,13 +345,18 @@ class OpenAIJudge:
         self.stats.prompt_tokens += prompt
         self.stats.completion_tokens += completion
         self.stats.cached_prompt_tokens += cached
+        self.stats.cost_usd += self._cost(prompt, cached, completion)
+
+    def _cost(self, prompt: int, cached: int, completion: int) -> float:
+        """Estimated USD for the tokens, from ``prices`` (0 for unpriced models)."""
         price = self.prices.get(self.model)
-        if price:
-            self.stats.cost_usd += (
-                (prompt - cached) * price.get("input", 0.0)
-                + cached * price.get("cached_input", price.get("input", 0.0))
-                + completion * price.get("output", 0.0)
-            ) / 1e6
+        if not price:
+            return 0.0
+        return (
+            (prompt - cached) * price.get("input", 0.0)
+            + cached * price.get("cached_input", price.get("input", 0.0))
+            + completion * price.get("output", 0.0)
+        ) / 1e6
 
     async def ask(
         self,
@@ -320,22 +364,66 @@ class OpenAIJudge:
         kind: Kind,
         parse: Callable[[Completion], T],
         logprobs: bool = False,
+        *,
+        draw: int = 0,
+        prompt_sha: str = "",
+        variant: str = "",
     ) -> T:
-        """Call and parse; re-ask up to ``parse_retries`` times after an unusable reply.
+        """Call and parse, through the cache; re-ask up to ``parse_retries`` times after an
+        unusable reply.
 
         A re-ask repeats the request with a note on what was wrong appended to the last
         user message (resending the same request to a deterministic model tends to return
         the same reply; the note changes only the end, so a cached prefix still applies).
+        A usable reply is cached under the key of the original request.
+
+        Args:
+            messages: The rendered prompt.
+            kind: ``pointwise``, ``listwise`` or ``reason`` (selects the JSON schema).
+            parse: Turns a completion into the caller's value; raises ``JudgeParseError``.
+            logprobs: Ask for token logprobs (soft verdicts).
+            draw: Which of ``samples`` independent verdicts this is.
+            prompt_sha: The prompt template's hash (part of the cache key; for pruning).
+            variant: The metric asking (part of the cache key; for inspection).
         """
+        key = None
+        cache = self._open_cache()
+        if cache is not None:
+            key = cache_key({
+                "v": 1,
+                "endpoint": self.base_url or "openai",
+                "variant": variant,
+                "prompt_sha256": prompt_sha,
+                "request": self._body(messages, kind, logprobs, draw).decode(),
+            })
+            hit = cache.get(key)
+            if hit is not None:
+                try:
+                    value = parse(Completion(hit["content"], hit.get("logprobs"), hit.get("usage") or {}))
+                except JudgeParseError:
+                    pass  # an entry our parser no longer accepts: ask again
+                else:
+                    self._count_hit(hit.get("usage") or {})
+                    return value
+            self.stats.cache_misses += 1
         attempt_messages = messages
         error: JudgeParseError | None = None
         for _ in range(self.parse_retries + 1):
             try:
-                completion = await self.complete(attempt_messages, kind, logprobs)
-                return parse(completion)
+                completion = await self.complete(attempt_messages, kind, logprobs, draw)
+                value = parse(completion)
             except JudgeParseError as e:
                 self.stats.parse_failures += 1
                 error = e
+            else:
+                if cache is not None and key is not None:
+                    cache.put(
+                        key,
+                        {"content": completion.content, "logprobs": completion.logprobs,
+                         "usage": completion.usage},
+                        model=self.model, prompt_sha=prompt_sha, variant=variant,
+                    )
+                return value
             last = messages[-1]
             attempt_messages = [
                 *messages[:-1],
@@ -350,8 +438,24 @@ class OpenAIJudge:
             f"unusable judge reply after {self.parse_retries + 1} attempts: {error}"
         )
 
+    def _open_cache(self) -> VerdictCache | None:
+        if self.cache_enabled and self._cache is None:
+            self._cache = VerdictCache(self._cache_file())
+        return self._cache
+
+    def _count_hit(self, usage: Mapping[str, Any]) -> None:
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        self.stats.cache_hits += 1
+        self.stats.saved_prompt_tokens += prompt
+        self.stats.saved_completion_tokens += completion
+        self.stats.saved_cost_usd += self._cost(prompt, 0, completion)
+
     async def aclose(self) -> None:
-        """Close the HTTP client."""
+        """Close the HTTP client and the cache."""
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()

@@ -42,6 +42,41 @@ class _Judged:
             raise ConfigError(f"metric.eps: expected a number >= 0, got {eps!r}")
         self.name, self.judge, self.prompt, self.eps, self.soft = name, judge, prompt, eps, soft
         self._loop = LoopThread()
+        self._agreement: list[float] = []
+
+    async def _ask(self, messages: list[dict[str, str]], kind: Any, read: Any, draw: int = 0) -> Any:
+        return await self.judge.ask(
+            messages, kind, read, logprobs=self.soft and kind != "reason", draw=draw,
+            prompt_sha=self.prompt.sha256, variant=self.name,
+        )
+
+    async def _draws(self, messages: list[dict[str, str]], kind: Any, read: Any) -> list[Any]:
+        """``judge.samples`` independent answers (one unless the judge samples)."""
+        if self.judge.samples == 1:
+            return [await self._ask(messages, kind, read)]
+        return list(await asyncio.gather(
+            *(self._ask(messages, kind, read, draw) for draw in range(self.judge.samples))
+        ))
+
+    def _vote(
+        self, hard: list[list[int]], soft: list[list[float]] | None
+    ) -> tuple[list[int], list[float] | None, list[float] | None]:
+        """Combine draws (outer list) of per-chunk verdicts: ``(verdicts, relevance,
+        agreement)``. Majority: relevant iff at least half the draws say so; ``mean``
+        (or soft verdicts) also gives the graded relevance used for the score."""
+        n = len(hard)
+        per_chunk = list(zip(*hard, strict=True))
+        verdicts = [1 if 2 * sum(c) >= n else 0 for c in per_chunk]
+        relevance: list[float] | None = None
+        if soft is not None:
+            relevance = [sum(c) / n for c in zip(*soft, strict=True)]
+        elif n > 1 and self.judge.vote == "mean":
+            relevance = [sum(c) / n for c in per_chunk]
+        agreement = None
+        if n > 1:
+            agreement = [max(sum(c), n - sum(c)) / n for c in per_chunk]
+            self._agreement.extend(agreement)
+        return verdicts, relevance, agreement
 
     def preflight(self) -> None:
         """Check the endpoint before the first judge call."""
@@ -86,8 +121,11 @@ class _Judged:
         return probs
 
     def stats(self) -> dict[str, float]:
-        """The judge counters of this run."""
-        return self.judge.stats.as_dict()
+        """The judge counters of this run (and the draws' agreement when it samples)."""
+        data = self.judge.stats.as_dict()
+        if self._agreement:
+            data["agreement"] = sum(self._agreement) / len(self._agreement)
+        return data
 
     def describe(self) -> dict[str, Any]:
         """The judge and prompt, for outputs."""
@@ -141,9 +179,9 @@ class LLMContextPrecision(_Judged):
             soft = self._soft_or_hard(completion, [verdict])
             return verdict, reason, None if soft is None else soft[0]
 
-        async def judge(chunk: str) -> tuple[int, str, float | None]:
+        async def judge(chunk: str) -> list[tuple[int, str, float | None]]:
             messages = self.prompt.messages(question=sample.user_input, answer=answer, context=chunk)
-            return await self.judge.ask(messages, "pointwise", read, logprobs=self.soft)
+            return await self._draws(messages, "pointwise", read)
 
         chunks = sample.retrieved_contexts or ()
         outcomes = await asyncio.gather(*(judge(c) for c in chunks), return_exceptions=True)
@@ -154,13 +192,17 @@ class LLMContextPrecision(_Judged):
         if failed:
             i, error = failed[0]
             return unscored(sample.id, f"chunk {i + 1} of {len(chunks)}: {error}")
-        verdicts = [o[0] for o in outcomes]  # type: ignore[index]
-        details: dict[str, Any] = {"reasons": [o[1] for o in outcomes]}  # type: ignore[index]
-        relevance: list[int] | list[float] = verdicts
-        if self.soft:
-            relevance = [float(o[2]) for o in outcomes]  # type: ignore[index]
+        draws = [list(d) for d in zip(*outcomes, strict=True)]  # type: ignore[call-overload]
+        hard = [[o[0] for o in draw] for draw in draws]
+        soft = [[float(o[2]) for o in draw] for draw in draws] if self.soft else None
+        verdicts, relevance, agreement = self._vote(hard, soft)
+        details: dict[str, Any] = {"reasons": [o[1] for o in draws[0]]}
+        if relevance is not None:
             details["relevance"] = relevance
-        return SampleResult(sample.id, average_precision(relevance, self.eps), verdicts, None, details)
+        if agreement is not None:
+            details["agreement"] = agreement
+        score = average_precision(relevance if relevance is not None else verdicts, self.eps)
+        return SampleResult(sample.id, score, verdicts, None, details)
 
 
 class ContextualPrecision(_Judged):
@@ -222,21 +264,27 @@ class ContextualPrecision(_Judged):
             question=sample.user_input, answer=sample.reference, contexts=chunks
         )
         try:
-            items, probs = await self.judge.ask(messages, "listwise", read, logprobs=self.soft)
+            draws = await self._draws(messages, "listwise", read)
         except JudgeError as e:
             return unscored(sample.id, str(e))
-        verdicts = [1 if v.strip().lower() == "yes" else 0 for v, _ in items]
-        score = average_precision(probs if probs is not None else verdicts, self.eps)
+        hard = [[1 if v.strip().lower() == "yes" else 0 for v, _ in items] for items, _ in draws]
+        soft = [probs for _, probs in draws] if self.soft else None
+        verdicts, relevance, agreement = self._vote(hard, soft)  # type: ignore[arg-type]
+        items = draws[0][0]
+        score = average_precision(relevance if relevance is not None else verdicts, self.eps)
         if self.strict_mode and score < 1.0:
             score = 0.0
         details: dict[str, Any] = {
             "reasons": [r for _, r in items],
             "success": None if self.threshold is None else score >= self.threshold,
         }
-        if probs is not None:
-            details["relevance"] = probs
+        if relevance is not None:
+            details["relevance"] = relevance
+        if agreement is not None:
+            details["agreement"] = agreement
         if self.include_reason:
-            details["reason"] = await self._reason(sample, items, score, details)
+            voted = [("yes" if v else "no", r) for v, (_, r) in zip(verdicts, items, strict=True)]
+            details["reason"] = await self._reason(sample, voted, score, details)
         if self.verbose:
             marks = " ".join("yes" if v else "no" for v in verdicts)
             print(f"[{self.name}] {sample.id}: {score:.4f} [{marks}] {details.get('reason') or ''}",
@@ -253,7 +301,7 @@ class ContextualPrecision(_Judged):
             score=f"{score:.2f}",
         )
         try:
-            return await self.judge.ask(messages, "reason", lambda c: parse.reason(c.content))
+            return await self._ask(messages, "reason", lambda c: parse.reason(c.content))  # type: ignore[no-any-return]
         except JudgeError as e:
             details["reason_error"] = str(e)  # the score stands; only its explanation is missing
             return None
