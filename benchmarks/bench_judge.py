@@ -66,7 +66,8 @@ def run_ours(base_url: str, samples: list[Any], metric_name: str, concurrency: i
     data = yaml.safe_load((REPO / "conf" / "prompt" / f"{metric_name}.yaml").read_text())
     data.pop("_target_")
     prompt = PromptTemplate(**data)
-    judge = OpenAIJudge("test-judge", base_url=base_url, api_key_env=None, max_concurrency=concurrency)
+    judge = OpenAIJudge("test-judge", base_url=base_url, api_key_env=None, max_concurrency=concurrency,
+                        cache=False)  # measure calls, not cache hits
     cls = ContextualPrecision if metric_name == "contextual_precision" else LLMContextPrecision
     metric = cls(metric_name, judge, prompt)
     metric.preflight()
