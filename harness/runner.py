@@ -22,7 +22,7 @@ from harness.types import RagSample
 from harness.validation import check_arguments
 
 #: Config subtrees that decide the scores; logged as MLflow params.
-PARAM_GROUPS = ("dataset", "metric", "run")
+PARAM_GROUPS = ("dataset", "retriever", "metric", "run")
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,7 @@ class Parts:
     """The instantiated components of one run."""
 
     dataset: Any
+    retriever: Any
     metric: Any
     tracker: Any
     settings: RunSettings
@@ -122,9 +123,10 @@ def build(cfg: DictConfig) -> Parts:
             _check_missing(cfg, group)
     dataset = _instantiate(cfg, "dataset")
     dataset.check()
+    retriever = _instantiate(cfg, "retriever")
     metric = _instantiate(cfg, "metric")
     tracker = _instantiate(cfg, "tracking")
-    return Parts(dataset, metric, tracker, settings)
+    return Parts(dataset, retriever, metric, tracker, settings)
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, str]:
@@ -161,7 +163,7 @@ def _progress(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], N
 
 def _load_for_judging(parts: Parts) -> list[RagSample]:
     """Read and validate every record, and check the endpoint, before the first judge call."""
-    samples = list(parts.dataset.samples(parts.settings.limit))
+    samples = parts.retriever.retrieve_batch(list(parts.dataset.samples(parts.settings.limit)))
     if not samples:
         raise DatasetError(str(getattr(parts.dataset, "path", "dataset")), "contains no records")
     for field in sorted(parts.metric.requires):
@@ -206,7 +208,10 @@ def _run(
         )
         total = len(samples)
     else:
-        batches = parts.dataset.batches(parts.settings.batch_size, parts.settings.limit)
+        batches = map(
+            parts.retriever.retrieve_batch,
+            parts.dataset.batches(parts.settings.batch_size, parts.settings.limit),
+        )
         total = parts.dataset.estimate_count()
 
     tags = {f"choice.{k}": str(v) for k, v in choices.items()}

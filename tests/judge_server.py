@@ -89,10 +89,13 @@ class Knobs:
     script: list[str] = field(default_factory=list)  # forced outcomes, consumed one per request
     # response_format types answered with a 400, as endpoints without structured output do
     reject_formats: list[str] = field(default_factory=list)
+    # probability that a verdict is flipped, decided by hash(request seed, chunk): a sampling
+    # judge whose draws (seed, seed+1, ...) disagree now and then, reproducibly
+    flip: float = 0.0
 
 
 KNOB_NAMES = frozenset(f.name for f in fields(Knobs))
-_PROB_KNOBS = ("hang", "fail_429", "fail_500", "malformed", "count_mismatch")
+_PROB_KNOBS = ("hang", "fail_429", "fail_500", "malformed", "count_mismatch", "flip")
 
 
 def _check_knob(name: str, value: Any) -> Any:
@@ -205,6 +208,11 @@ _P_INT = {1: 0.97, 0: 0.03}
 _P_MIN, _P_MAX = 1e-6, 1 - 1e-6
 
 
+def _unit(text: str) -> float:
+    """A deterministic number in [0, 1) from ``text``."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
+
+
 def _label_prob(label: Any) -> tuple[int, float]:
     """``(verdict, p)`` for a label: int 0/1 -> p 0.97/0.03; float p -> verdict p >= 0.5."""
     if isinstance(label, bool) or isinstance(label, int):
@@ -287,6 +295,7 @@ class Prompt:
     prefix: str  # messages before the last user one + its text before the first "<context"
     prefix_len: int  # characters of content in the prefix
     prompt_chars: int  # characters of all message contents
+    seed: Any = None  # the request's sampling seed
 
 
 def parse_prompt(body: Mapping[str, Any]) -> Prompt:
@@ -334,7 +343,10 @@ def parse_prompt(body: Mapping[str, Any]) -> Prompt:
     others = [(roles[i], texts[i]) for i in range(len(messages)) if i != last_user]
     prefix = json.dumps([others, head])
     prefix_len = sum(len(t) for _, t in others) + len(head)
-    return Prompt(kind, question, answer, chunks, score, prefix, prefix_len, sum(map(len, texts)))
+    return Prompt(
+        kind, question, answer, chunks, score, prefix, prefix_len, sum(map(len, texts)),
+        body.get("seed"),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -750,6 +762,12 @@ class JudgeServer:
             )
             return [(json.dumps({"reason": reason}), None)]
         judged = [self._verdict(prompt.question, c, knobs.default_label) for c in prompt.chunks]
+        if knobs.flip:
+            seed = prompt.seed
+            judged = [
+                (1 - v, 1.0 - p) if _unit(f"{seed}\0{c}") < knobs.flip else (v, p)
+                for (v, p), c in zip(judged, prompt.chunks, strict=True)
+            ]
         if prompt.kind == "pointwise":
             verdict, p = judged[0]
             reason = (

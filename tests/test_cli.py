@@ -40,7 +40,9 @@ def test_default_job_logs_everything_to_mlflow(tmp_path, mlflow_store):
     assert summary["metric"] == "id_based"
     assert (summary["n_samples"], summary["n_scored"], summary["n_unscored"]) == (30, 30, 0)
     assert summary["mean"] == math.fsum(r["score"] for r in rows) / 30
-    assert summary["options"] == {"dataset": "sample", "metric": "id_based", "tracking": "mlflow"}
+    assert summary["options"] == {
+        "dataset": "sample", "retriever": "precomputed", "metric": "id_based", "tracking": "mlflow",
+    }
     assert summary["config"]["metric"]["aggregate"] == "set_precision"
     assert f"{summary['mean']:.4f}" in result.stdout
 
@@ -239,6 +241,7 @@ def test_help_lists_groups_and_options(tmp_path):
         "judge: local, openai",
         "prompt: contextual_precision, file, llm_with_reference, llm_without_reference",
         "tracking: mlflow, none",
+        "retriever: precomputed",
     ):
         assert text in result.stdout
 

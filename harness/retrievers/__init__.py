@@ -1,0 +1,1 @@
+"""Retrievers: where the ranked chunks that get scored come from."""
