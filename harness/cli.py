@@ -11,6 +11,10 @@ from typing import Any
 #: task function, which breaks under ``python -m``.
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
+#: What config ``_target_`` values may name (Hydra 1.4's execution whitelist): our own
+#: components. A config cannot make the harness call arbitrary Python.
+TRUSTED_TARGETS = ("harness.*",)
+
 #: Arguments after which no MLflow run will be logged, so no logger is prewarmed.
 _NO_TRACKING = {
     "-h", "--help", "--hydra-help", "-i", "--info", "-c", "--cfg", "--version",
@@ -22,7 +26,7 @@ def _hydra_app() -> Callable[[], Any]:
     import hydra
     from omegaconf import DictConfig
 
-    @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")
+    @hydra.main(config_path=CONFIG_DIR, config_name="config", execution_whitelist=TRUSTED_TARGETS)
     def task(cfg: DictConfig) -> float | None:
         from harness.runner import main as run_main
 

@@ -85,7 +85,9 @@ def _check_missing(cfg: DictConfig, group: str) -> None:
 
 def _instantiate(cfg: DictConfig, group: str) -> Any:
     from hydra.errors import InstantiationException
-    from hydra.utils import get_method, instantiate
+    from hydra.utils import execution_whitelist, get_method, instantiate
+
+    from harness.cli import TRUSTED_TARGETS
 
     from omegaconf.errors import OmegaConfBaseException
 
@@ -101,7 +103,8 @@ def _instantiate(cfg: DictConfig, group: str) -> Any:
             raise ConfigError(f"{group}._target_: cannot import {node['_target_']!r} ({e})") from None
         check_arguments(group, target, node)
     try:
-        return instantiate(cfg[group], _convert_="all")
+        with execution_whitelist(TRUSTED_TARGETS):
+            return instantiate(cfg[group], _convert_="all")
     except InstantiationException as e:
         cause = e.__cause__
         if isinstance(cause, HarnessError):

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
-from hydra.utils import instantiate
+from hydra.utils import execution_whitelist, instantiate
 
 from conftest import CONF
 
@@ -34,7 +34,7 @@ def test_option_composes_and_instantiates(group, option, tmp_path: Path):
         overrides.append(f"prompt.path={own}")
     if (group, option) == ("judge", "local"):
         overrides.append("judge.model=some-model")
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF)), execution_whitelist("harness.*"):
         cfg = compose("config", overrides=overrides, return_hydra_config=True)
         HydraConfig.instance().set_config(cfg)
         obj = instantiate(cfg[group], _convert_="all")
