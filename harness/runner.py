@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from harness import __version__
-from harness.errors import ConfigError, DatasetError, HarnessError, RunFailed
+from harness.errors import ConfigError, DatasetError, HarnessError, RunFailed, closest
 from harness.evaluation import evaluate
 from harness.tracking.base import RunRecord, TrackedRun
 from harness.types import RagSample
@@ -37,6 +37,8 @@ class RunSettings:
             than this fraction of samples is unscored; null for no limit.
         progress: Show a progress bar on stderr for work longer than a second.
         quiet: Print nothing but errors (for CI logs).
+        objective: The logged metric a job returns to a sweeper (Optuna maximises it) and
+            a sweep's parent run ranks children by: ``mean``, or e.g. ``ndcg@10``.
     """
 
     seed: int = 0
@@ -45,6 +47,7 @@ class RunSettings:
     max_unscored_frac: float | None = None
     progress: bool = True
     quiet: bool = False
+    objective: str = "mean"
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 0:
@@ -225,7 +228,10 @@ def _run(
         tags["prompt.version"] = described["prompt"]["version"]
     if multirun:
         tags["hydra.sweep_dir"], tags["hydra.job_num"] = str(hc.sweep.dir), str(hc.job.num)
-    parts.tracker.begin(hc.job.override_dirname or "default", tags, multirun=multirun)
+    parts.tracker.begin(
+        hc.job.override_dirname or "default", tags, multirun=multirun,
+        sweep_dir=str(hc.sweep.dir) if multirun else None,
+    )
 
     samples_path = out_dir / "samples.jsonl"
     bar, progress = _progress(parts.settings, total)
@@ -308,7 +314,13 @@ def _run(
             f"{tally.n_unscored} of {tally.n_samples} samples are unscored, more than "
             f"run.max_unscored_frac={frac}; see {samples_path}"
         )
-    return tally.mean
+    objective = parts.settings.objective
+    if objective not in record.metrics:
+        raise ConfigError(
+            f"run.objective: {objective!r} is not a metric of this run{closest(objective, record.metrics)}; "
+            f"choose one of {', '.join(sorted(record.metrics))}"
+        )
+    return record.metrics[objective]
 
 
 def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:

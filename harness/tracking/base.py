@@ -41,7 +41,14 @@ class TrackedRun:
 class Tracker(Protocol):
     """Records runs. ``begin`` may start work in the background; ``finish`` completes it."""
 
-    def begin(self, run_name: str, tags: dict[str, str], *, multirun: bool = False) -> None:
+    def begin(
+        self,
+        run_name: str,
+        tags: dict[str, str],
+        *,
+        multirun: bool = False,
+        sweep_dir: str | None = None,
+    ) -> None:
         """Open a run (possibly asynchronously) before the evaluation starts."""
         ...
 
@@ -61,7 +68,14 @@ class Tracker(Protocol):
 class NullTracker:
     """``tracking=none``: log nothing."""
 
-    def begin(self, run_name: str, tags: dict[str, str], *, multirun: bool = False) -> None:
+    def begin(
+        self,
+        run_name: str,
+        tags: dict[str, str],
+        *,
+        multirun: bool = False,
+        sweep_dir: str | None = None,
+    ) -> None:
         """Do nothing."""
 
     def finish(self, record: RunRecord) -> TrackedRun | None:

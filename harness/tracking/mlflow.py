@@ -140,8 +140,24 @@ class MlflowTracker:
             "experiment": self.experiment,
         }
 
-    def begin(self, run_name: str, tags: dict[str, str], *, multirun: bool = False) -> None:
-        """Start opening the run: in a helper process, or remember it for ``finish``."""
+    def begin(
+        self,
+        run_name: str,
+        tags: dict[str, str],
+        *,
+        multirun: bool = False,
+        sweep_dir: str | None = None,
+    ) -> None:
+        """Start opening the run: in a helper process, or remember it for ``finish``.
+
+        In a sweep the run becomes a child of the sweep's parent run.
+        """
+        if multirun:
+            from harness.tracking.callbacks import parent_run_id
+
+            parent = parent_run_id(sweep_dir)
+            if parent:
+                tags = {**tags, "mlflow.parentRunId": parent}
         use_worker = self.background is True or (self.background == "auto" and not multirun)
         if not use_worker:
             self._pending = (run_name, tags)

@@ -1,0 +1,83 @@
+"""Sweeps: Hydra multirun grids, parallel launchers and the MLflow parent/child runs."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def sweep(tmp_path, *args, env=None, timeout=300):
+    full_env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "-m", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}",
+         "run.progress=false"],
+        cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def runs_of(uri, experiment):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("harness.sweep") == "parent"]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    return parents, children
+
+
+def test_grid_lands_child_runs_under_one_parent(tmp_path, mlflow_store):
+    sweep(tmp_path, "metric=id_based,id_ranked", "retriever.top_k=2,4", "experiment_name=grid",
+          env={"MLFLOW_TRACKING_URI": mlflow_store})
+    [parent], children = runs_of(mlflow_store, "grid")
+    assert len(children) == 4
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
+    combos = {(c.data.tags["choice.metric"], c.data.params["retriever.top_k"]) for c in children}
+    assert combos == {("id_based", "2"), ("id_based", "4"), ("id_ranked", "2"), ("id_ranked", "4")}
+    assert all(c.info.status == "FINISHED" for c in children)
+    assert {c.info.run_name for c in children} == {
+        f"metric={m},retriever.top_k={k}" for m in ("id_based", "id_ranked") for k in (2, 4)
+    }
+    best = max(children, key=lambda c: c.data.metrics["mean"])
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["sweep.best_run_id"] == best.info.run_id
+    assert parent.data.metrics["best_mean"] == best.data.metrics["mean"]
+    assert parent.data.tags["sweep.jobs"] == "4"
+
+
+def test_parallel_jobs_on_a_fresh_store_do_not_race(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'fresh.db'}"
+    sweep(tmp_path, "hydra/launcher=local_parallel", "metric=id_based,id_ranked,non_llm",
+          "retriever.top_k=2,4", env={"MLFLOW_TRACKING_URI": uri})
+    [parent], children = runs_of(uri, "default")
+    assert len(children) == 6 and all(c.info.status == "FINISHED" for c in children)
+
+
+def test_sweep_on_a_local_ray_cluster(tmp_path, mlflow_store):
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths are limited
+    try:
+        sweep(tmp_path, "hydra/launcher=ray_local", "hydra.launcher.ray.init.num_cpus=2",
+              f"+hydra.launcher.ray.init._temp_dir={ray_tmp}", "metric=id_based,id_ranked",
+              "experiment_name=ray", env={"MLFLOW_TRACKING_URI": mlflow_store, "RAY_AUTH_MODE": "disabled"})
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    [parent], children = runs_of(mlflow_store, "ray")
+    assert {c.data.tags["choice.metric"] for c in children} == {"id_based", "id_ranked"}
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
+
+
+def test_slurm_launcher_config_composes(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "hydra/launcher=slurm", "--cfg", "hydra", "-p", "hydra.launcher"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "submitit" in proc.stdout and "timeout_min: 60" in proc.stdout
