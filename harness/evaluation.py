@@ -10,11 +10,12 @@ import math
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from harness.metrics.base import Metric
+from harness.metrics.retrieval import mrr, ndcg_at_k, recall_at_k, sample_grades
 from harness.types import RagSample
 
 _MAX_REASONS = 20
@@ -29,6 +30,8 @@ class Tally:
     scores: array = field(default_factory=lambda: array("d"))
     reasons: Counter[str] = field(default_factory=Counter)
     successes: int | None = None
+    retrieval: dict[str, float] = field(default_factory=dict)
+    n_retrieval: int = 0
     started: float = field(default_factory=time.perf_counter)
     duration_s: float = 0.0
 
@@ -57,9 +60,14 @@ class Tally:
     def summary(self) -> dict[str, Any]:
         """The core of ``summary.json``."""
         rate = self.n_samples / self.duration_s if self.duration_s > 0 else None
-        extra = {}
+        extra: dict[str, Any] = {}
         if self.successes is not None:
             extra["success_rate"] = self.successes / self.n_scored if self.n_scored else None
+        if self.n_retrieval:
+            extra["retrieval"] = {
+                name: total / self.n_retrieval for name, total in self.retrieval.items()
+            }
+            extra["retrieval"]["n_queries"] = self.n_retrieval
         return {
             "metric": self.metric,
             "mean": self.mean,
@@ -78,6 +86,8 @@ def evaluate(
     metric: Metric,
     sink: IO[str] | None = None,
     progress: Callable[[int], None] | None = None,
+    retrieval_ks: Sequence[int] = (),
+    min_grade: float = 1,
 ) -> Tally:
     """Score every batch with ``metric``, writing one JSON row per sample to ``sink``.
 
@@ -86,6 +96,10 @@ def evaluate(
         metric: The variant to score with.
         sink: Where ``samples.jsonl`` rows go (``None``: nowhere); flushed per batch.
         progress: Called with the number of samples just finished (a progress bar).
+        retrieval_ks: Cut-offs of the retrieval metrics (recall@k, ndcg@k) computed beside
+            context precision for samples with reference ids; MRR is always added.
+            Empty: no retrieval metrics.
+        min_grade: The lowest reference grade that counts as relevant for them.
 
     Returns:
         The tally: counts, scores and unscored reasons.
@@ -99,7 +113,15 @@ def evaluate(
         else:
             results = metric.score_batch(batch)
         lines = []
-        for result in results:
+        for sample, result in zip(batch, results, strict=True):
+            if retrieval_ks and sample.reference_context_ids is not None and (
+                sample.retrieved_context_ids is not None
+            ):
+                values = retrieval_metrics(sample, retrieval_ks, min_grade)
+                result.details.update(values)
+                tally.n_retrieval += 1
+                for name, value in values.items():
+                    tally.retrieval[name] = tally.retrieval.get(name, 0.0) + value
             if result.score is None:
                 tally.add_reason(result.error or "unscored")
             else:
@@ -117,3 +139,16 @@ def evaluate(
             progress(len(results))
     tally.duration_s = time.perf_counter() - tally.started
     return tally
+
+
+def retrieval_metrics(sample: RagSample, ks: Sequence[int], min_grade: float) -> dict[str, float]:
+    """``recall_at_<k>`` and ``ndcg_at_<k>`` for each k, and ``mrr``, of one sample's
+    retrieval (named so that MLflow, which rejects ``@``, takes them as they are)."""
+    retrieved = sample.retrieved_context_ids or ()
+    grades = sample_grades(sample)
+    out: dict[str, float] = {}
+    for k in ks:
+        out[f"recall_at_{k}"] = recall_at_k(retrieved, grades, k, min_grade)
+        out[f"ndcg_at_{k}"] = ndcg_at_k(retrieved, grades, k)
+    out["mrr"] = mrr(retrieved, grades, None, min_grade)
+    return out

@@ -9,6 +9,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,7 +39,12 @@ class RunSettings:
         progress: Show a progress bar on stderr for work longer than a second.
         quiet: Print nothing but errors (for CI logs).
         objective: The logged metric a job returns to a sweeper (Optuna maximises it) and
-            a sweep's parent run ranks children by: ``mean``, or e.g. ``ndcg@10``.
+            a sweep's parent run ranks children by: ``mean``, or e.g. ``ndcg_at_10``.
+        retrieval_ks: Cut-offs of the retrieval metrics logged beside context precision
+            (``recall_at_<k>``, ``ndcg_at_<k>``, plus ``mrr``) for samples with reference ids;
+            ``[]`` turns them off.
+        retrieval_min_grade: The lowest reference grade counted as relevant by them
+            (``null``: the dataset's ``min_grade``, else 1).
     """
 
     seed: int = 0
@@ -48,6 +54,8 @@ class RunSettings:
     progress: bool = True
     quiet: bool = False
     objective: str = "mean"
+    retrieval_ks: list[int] = dataclasses.field(default_factory=lambda: [10])
+    retrieval_min_grade: float | None = None
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 0:
@@ -167,6 +175,21 @@ def _progress(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], N
     return bar, bar.update
 
 
+def _prepare_retriever(parts: Parts) -> None:
+    """Give a corpus retriever (BM25, dense, hybrid) the dataset's corpus to index."""
+    prepare = getattr(parts.retriever, "prepare", None)
+    if prepare is None:
+        return
+    corpus = getattr(parts.dataset, "corpus", None)
+    if corpus is None:
+        raise ConfigError(
+            f"retriever {type(parts.retriever).__name__} searches a corpus, but the dataset "
+            f"({parts.dataset.describe().get('format')}) has none; use a BEIR dataset "
+            "(dataset=beir dataset.path=DIR, or dataset=scifact) or retriever=precomputed"
+        )
+    prepare(corpus(), parts.dataset.corpus_key())
+
+
 def _load_for_judging(parts: Parts) -> list[RagSample]:
     """Read and validate every record, and check the endpoint, before the first judge call."""
     samples = parts.retriever.retrieve_batch(list(parts.dataset.samples(parts.settings.limit)))
@@ -206,6 +229,7 @@ def _run(
     cfg: DictConfig, parts: Parts, hc: Any, out_dir: Path, choices: dict[str, str], multirun: bool
 ) -> float | None:
     metric_name = choices.get("metric", parts.metric.name)
+    _prepare_retriever(parts)
     if getattr(parts.metric, "prevalidate", False):
         samples = _load_for_judging(parts)
         batches: Iterable[list[RagSample]] = (
@@ -236,8 +260,13 @@ def _run(
     samples_path = out_dir / "samples.jsonl"
     bar, progress = _progress(parts.settings, total)
     try:
+        min_grade = parts.settings.retrieval_min_grade
+        if min_grade is None:
+            min_grade = getattr(parts.dataset, "min_grade", 1)
         with open(samples_path, "w", encoding="utf-8") as sink:
-            tally = evaluate(batches, parts.metric, sink, progress)
+            tally = evaluate(
+                batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade
+            )
     except HarnessError:
         parts.tracker.abort("DELETE")  # bad input: no run, no partial results
         samples_path.unlink(missing_ok=True)
@@ -299,6 +328,7 @@ def _run(
     }
     if "judge" in described:
         metrics.update({f"judge/{k}": v for k, v in parts.metric.stats().items()})
+    metrics.update({k: v for k, v in summary.get("retrieval", {}).items() if k != "n_queries"})
     record = RunRecord(
         params=params,
         metrics={k: float(v) for k, v in metrics.items() if v is not None},
@@ -336,6 +366,13 @@ def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
         rows.append(("unscored", f"{count} × {reason}"))
     if summary.get("success_rate") is not None:
         rows.append(("success rate", f"{summary['success_rate']:.1%}"))
+    retrieval = summary.get("retrieval")
+    if retrieval:
+        rows.append((
+            "retrieval",
+            "  ".join(f"{k} {v:.4f}" for k, v in retrieval.items() if k != "n_queries")
+            + f"  ({retrieval['n_queries']} queries)",
+        ))
     judge = summary.get("judge")
     if judge:
         cost = f", ~${judge['cost_usd']:.4f}" if judge.get("cost_usd") else ""
