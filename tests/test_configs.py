@@ -9,9 +9,11 @@ from hydra.utils import execution_whitelist, instantiate
 
 from conftest import CONF
 
-GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "hydra")
+GROUPS = sorted(
+    p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("hydra", "experiment")
+)
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
-NEEDS_PATH = {("dataset", "jsonl"), ("dataset", "csv")}
+NEEDS_PATH = {("dataset", "jsonl"), ("dataset", "csv"), ("dataset", "beir")}
 
 
 def test_groups_present():
@@ -44,4 +46,18 @@ def test_option_composes_and_instantiates(group, option, tmp_path: Path):
         if hasattr(obj, "close"):
             obj.close()
     if group == "dataset" and (group, option) not in NEEDS_PATH:
-        obj.check()
+        obj.check()  # the bundled sample, and the BEIR sets in ../shared/data
+
+
+EXPERIMENTS = sorted(f.stem for f in (CONF / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_composes(name):
+    with initialize_config_dir(config_dir=str(CONF)):
+        cfg = compose("config", overrides=[f"experiment={name}"], return_hydra_config=True)
+    assert cfg.experiment_name == name
+    assert cfg.hydra.mode.name == "MULTIRUN" and cfg.hydra.sweeper.params
+    for key in cfg.hydra.sweeper.params:  # every swept key exists in the composed config
+        head = key.split(".")[0]
+        assert head in cfg, key

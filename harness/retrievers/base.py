@@ -91,7 +91,7 @@ def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> Hits:
     if positive_only:
         keep = values > 0
         order, values = order[keep], values[keep]
-    return list(zip(order.tolist(), values.astype(float).tolist()))
+    return list(zip(order.tolist(), values.astype(float).tolist(), strict=True))
 
 
 def require_extra(modules: Sequence[str], what: str, extra: str | None) -> None:
@@ -99,7 +99,8 @@ def require_extra(modules: Sequence[str], what: str, extra: str | None) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         how = f"pip install -e '.[{extra}]'" if extra else "pip install -e ."
-        raise ConfigError(f"{what} needs {', '.join(missing)}, which is not installed: {how}")
+        verb = "is" if len(missing) == 1 else "are"
+        raise ConfigError(f"{what} needs {', '.join(missing)}, which {verb} not installed: {how}")
 
 
 def check_top_k(where: str, name: str, value: int) -> int:
@@ -128,11 +129,11 @@ class CorpusRetriever:
     ) -> None:
         from harness.retrievers.chunking import check_chunking
 
-        where = f"retriever({self.kind})"
+        where = "retriever"
         self.top_k = check_top_k(where, "top_k", top_k)
         self.candidates = check_top_k(where, "candidates", candidates)
         self.chunk_size, self.chunk_overlap = check_chunking(where, chunk_size, chunk_overlap)
-        self.rerank = build_reranker(rerank, self.chunk_size, self.chunk_overlap, where)
+        self.reranker = build_reranker(rerank, self.chunk_size, self.chunk_overlap, where)
         self.chunks: list[Chunk] | None = None
         self.corpus_key: str | None = None
         self.index_info: dict[str, Any] = {}
@@ -155,16 +156,18 @@ class CorpusRetriever:
 
     def prepare_chunks(self, chunks: Sequence[Chunk], corpus_key: str) -> None:
         """Index already chunked text (the reranker gets its first stage's chunks)."""
-        if self.chunks is not None and self.corpus_key == corpus_key and len(chunks) == len(
-            self.chunks
+        if (
+            self.chunks is not None
+            and self.corpus_key == corpus_key
+            and len(chunks) == len(self.chunks)
         ):
             return
         if not chunks:
-            raise ConfigError(f"retriever({self.kind}): the corpus has no documents to index")
+            raise ConfigError(f"retriever ({self.kind}): the corpus has no documents to index")
         self.chunks, self.corpus_key = list(chunks), corpus_key
         self._build_index(self.chunks, corpus_key)
-        if self.rerank is not None:
-            self.rerank.prepare_chunks(self.chunks, corpus_key)
+        if self.reranker is not None:
+            self.reranker.prepare_chunks(self.chunks, corpus_key)
 
     def _build_index(self, chunks: list[Chunk], corpus_key: str) -> None:
         raise NotImplementedError
@@ -182,13 +185,13 @@ class CorpusRetriever:
     def ranked(self, queries: Sequence[str], k: int) -> list[list[Chunk]]:
         """For each query, its best ``k`` chunks, after the rerank stage if there is one."""
         self._check_prepared()
-        if self.rerank is None:
+        if self.reranker is None:
             return [[self.chunks[i] for i, _ in hits] for hits in self.search(queries, k)]  # type: ignore[index]
         first = [
             [self.chunks[i] for i, _ in hits]  # type: ignore[index]
             for hits in self.search(queries, max(k, self.candidates))
         ]
-        return self.rerank.rerank(queries, first, k)
+        return self.reranker.rerank(queries, first, k)
 
     def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
         """The samples with ``retrieved_contexts`` / ``retrieved_context_ids`` filled."""
@@ -197,15 +200,15 @@ class CorpusRetriever:
     def _check_prepared(self) -> None:
         if self.chunks is None:
             raise RuntimeError(
-                f"retriever({self.kind}): call prepare(corpus, corpus_key) before retrieving"
+                f"retriever ({self.kind}): call prepare(corpus, corpus_key) before retrieving"
             )
 
     def describe(self) -> dict[str, Any]:
         """Settings and index provenance, for outputs."""
         out: dict[str, Any] = {"kind": self.kind, "top_k": self.top_k, **self.settings()}
-        if self.rerank is not None:
+        if self.reranker is not None:
             out["candidates"] = self.candidates
-            out["rerank"] = self.rerank.describe()
+            out["rerank"] = self.reranker.describe()
         if self.index_info:
             out["index"] = dict(self.index_info)
         return out
@@ -295,8 +298,7 @@ def build_retriever(spec: Any, where: str) -> Any:
             pass
     if not isinstance(spec, Mapping) or "_target_" not in spec:
         raise ConfigError(
-            f"{where}: expected a retriever (bm25, dense, or a mapping with _target_), "
-            f"got {spec!r}"
+            f"{where}: expected a retriever (bm25, dense, or a mapping with _target_), got {spec!r}"
         )
     from harness.validation import check_arguments
 
@@ -306,7 +308,14 @@ def build_retriever(spec: Any, where: str) -> Any:
         if isinstance(value, Mapping) and "_target_" in value:
             kwargs[key] = build_retriever(value, f"{where}.{key}")
     check_arguments(where, cls, {k: v for k, v in kwargs.items() if not hasattr(v, "ranked")})
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ConfigError as e:
+        # the part's own messages say "retriever.x"; name where the part sits
+        message = str(e)
+        if message.startswith("retriever.") and where != "retriever":
+            raise ConfigError(where + message[len("retriever") :]) from None
+        raise
 
 
 def build_reranker(spec: Any, chunk_size: int | None, chunk_overlap: int, where: str) -> Any:
@@ -319,9 +328,7 @@ def build_reranker(spec: Any, chunk_size: int | None, chunk_overlap: int, where:
         return None
     reranker = build_retriever(spec, f"{where}.rerank")
     if not hasattr(reranker, "rerank"):
-        raise ConfigError(
-            f"{where}.rerank: {type(reranker).__name__} cannot rerank; use dense"
-        )
+        raise ConfigError(f"{where}.rerank: {type(reranker).__name__} cannot rerank; use dense")
     own = (getattr(reranker, "chunk_size", None), getattr(reranker, "chunk_overlap", 0))
     if own != (None, 0) and own != (chunk_size, chunk_overlap):
         raise ConfigError(

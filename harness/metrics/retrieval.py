@@ -1,0 +1,158 @@
+"""Retrieval metrics over graded judgments: recall@k, nDCG@k, MRR (and precision@k).
+
+Pure functions of
+
+- ``retrieved``: the retrieved document ids in rank order (a sample's
+  ``retrieved_context_ids``; with chunking one document can appear several times);
+- ``grades``: ``{document id: grade}`` for the judged documents (BEIR qrels; grade 0 is a
+  judged negative, unjudged documents count as grade 0);
+- ``k``: the rank cut-off (``None``: the whole list);
+- ``min_grade``: the lowest grade that counts as relevant for the binary metrics
+  (trec_eval's ``relevance_level``, 1 by default; TREC DL uses 2).
+
+A document id that appears again lower in the list counts once, at its first rank: its
+later occurrences take up their rank positions but add nothing (like a non-relevant
+document). Without repeats the values equal trec_eval's (``pytrec_eval``) on a run whose
+scores follow the list order: ``recall_k``, ``P_k``, ``ndcg_cut_k``, ``recip_rank``
+(checked in ``tests/test_retrieval_metrics.py``). A query with no relevant document
+scores 0.0 everywhere, as in trec_eval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.types import RagSample
+
+
+def _first_occurrences(retrieved: Sequence[str], k: int | None) -> list[tuple[int, str]]:
+    """``(1-based rank, id)`` of each id's first occurrence within the first ``k`` ranks."""
+    if k is not None and k < 1:
+        raise ValueError(f"k must be >= 1 or None, got {k}")
+    top = retrieved if k is None else retrieved[:k]
+    seen: set[str] = set()
+    out = []
+    for rank, doc in enumerate(top, start=1):
+        if doc not in seen:
+            seen.add(doc)
+            out.append((rank, doc))
+    return out
+
+
+def _n_relevant(grades: Mapping[str, float], min_grade: float) -> int:
+    return sum(1 for g in grades.values() if g >= min_grade)
+
+
+def recall_at_k(
+    retrieved: Sequence[str], grades: Mapping[str, float], k: int | None, min_grade: float = 1
+) -> float:
+    """Share of the relevant documents (grade >= ``min_grade``) found in the first ``k`` ranks."""
+    total = _n_relevant(grades, min_grade)
+    if total == 0:
+        return 0.0
+    found = sum(1 for _, d in _first_occurrences(retrieved, k) if grades.get(d, 0) >= min_grade)
+    return found / total
+
+
+def precision_at_k(
+    retrieved: Sequence[str], grades: Mapping[str, float], k: int, min_grade: float = 1
+) -> float:
+    """Relevant documents in the first ``k`` ranks, over ``k`` (trec_eval ``P_k``: a short
+    list is not padded away, the denominator stays ``k``)."""
+    found = sum(1 for _, d in _first_occurrences(retrieved, k) if grades.get(d, 0) >= min_grade)
+    return found / k
+
+
+def ndcg_at_k(
+    retrieved: Sequence[str],
+    grades: Mapping[str, float],
+    k: int | None,
+    min_grade: float | None = None,
+) -> float:
+    """Normalised discounted cumulative gain at ``k``, trec_eval's ``ndcg_cut`` (BEIR's nDCG).
+
+    ``DCG@k = sum over ranks r <= k of gain(doc at r) / log2(r + 1)``, with the linear gain
+    ``gain = grade`` (grades <= 0 and unjudged documents gain 0). The ideal DCG sorts all
+    judged grades of the query, whether retrieved or not, and cuts them at ``k``.
+
+    Args:
+        retrieved: Document ids in rank order.
+        grades: The judged documents' grades.
+        k: The cut-off (``None``: the whole list, trec_eval's ``ndcg``).
+        min_grade: ``None`` (the default) uses every positive grade as gain, as trec_eval
+            does whatever its relevance level; a number zeroes the gain of grades below it.
+    """
+
+    def gain(grade: float) -> float:
+        if grade <= 0 or (min_grade is not None and grade < min_grade):
+            return 0.0
+        return float(grade)
+
+    dcg = 0.0
+    for rank, doc in _first_occurrences(retrieved, k):
+        g = gain(grades.get(doc, 0))
+        if g:
+            dcg += g / math.log2(rank + 1)
+    ideal_gains = sorted((gain(g) for g in grades.values()), reverse=True)
+    if k is not None:
+        ideal_gains = ideal_gains[:k]
+    idcg = sum(g / math.log2(rank + 1) for rank, g in enumerate(ideal_gains, start=1) if g)
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def mrr(
+    retrieved: Sequence[str],
+    grades: Mapping[str, float],
+    k: int | None = None,
+    min_grade: float = 1,
+) -> float:
+    """Reciprocal rank of the first relevant document (grade >= ``min_grade``), 0 if none.
+
+    ``k=None`` looks at the whole list (trec_eval's ``recip_rank``); ``k`` looks only at
+    the first ``k`` ranks (``MRR@k``, as BEIR and MS MARCO report it).
+    """
+    for rank, doc in _first_occurrences(retrieved, k):
+        if grades.get(doc, 0) >= min_grade:
+            return 1.0 / rank
+    return 0.0
+
+
+def sample_grades(sample: RagSample) -> dict[str, float]:
+    """``{reference id: grade}`` of a sample; every reference id is grade 1 without grades."""
+    ids = sample.reference_context_ids or ()
+    grades = sample.reference_context_grades
+    if grades is None:
+        return dict.fromkeys(ids, 1.0)
+    return dict(zip(ids, grades, strict=True))
+
+
+def sample_metrics(
+    sample: RagSample, ks: Sequence[int] = (1, 10, 100), min_grade: float = 1
+) -> dict[str, Any]:
+    """Every metric of one sample at each ``k``: ``recall@k``, ``precision@k``, ``ndcg@k``,
+    ``mrr@k``, and ``mrr`` over the whole list."""
+    retrieved = sample.retrieved_context_ids or ()
+    grades = sample_grades(sample)
+    out: dict[str, Any] = {}
+    for k in ks:
+        out[f"recall@{k}"] = recall_at_k(retrieved, grades, k, min_grade)
+        out[f"precision@{k}"] = precision_at_k(retrieved, grades, k, min_grade)
+        out[f"ndcg@{k}"] = ndcg_at_k(retrieved, grades, k)
+        out[f"mrr@{k}"] = mrr(retrieved, grades, k, min_grade)
+    out["mrr"] = mrr(retrieved, grades, None, min_grade)
+    return out
+
+
+def mean_metrics(
+    samples: Sequence[RagSample], ks: Sequence[int] = (1, 10, 100), min_grade: float = 1
+) -> dict[str, float]:
+    """The mean of ``sample_metrics`` over samples (each query weighs the same, as in BEIR)."""
+    if not samples:
+        return {}
+    totals: dict[str, float] = {}
+    for sample in samples:
+        for name, value in sample_metrics(sample, ks, min_grade).items():
+            totals[name] = totals.get(name, 0.0) + value
+    return {name: total / len(samples) for name, total in totals.items()}
