@@ -293,6 +293,7 @@ def _run(
         "options": choices,
         "config": used,
         "dataset": {**parts.dataset.describe(), "sha256": sha},
+        "retriever": parts.retriever.describe(),
         **described,
         "tracking": parts.tracker.describe(),
         "harness_version": __version__,

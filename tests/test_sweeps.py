@@ -81,3 +81,26 @@ def test_slurm_launcher_config_composes(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "submitit" in proc.stdout and "timeout_min: 60" in proc.stdout
+
+
+def test_optuna_search_on_scifact_beats_its_first_trial_and_resumes(tmp_path):
+    from conftest import SHARED
+
+    args = ["hydra/sweeper=optuna_tpe", "hydra.sweeper.n_trials=6", "experiment_name=optuna_test",
+            "retriever.k1=interval(0.2,3.0)", "retriever.b=interval(0.0,1.0)", "retriever.top_k=range(1,11)",
+            "dataset=scifact", "dataset.limit=60", "retriever=bm25", "metric=id_ranked",
+            "run.objective=ndcg_at_10", "tracking=none"]
+    env = {"HARNESS_SHARED_DATA": str(SHARED / "data")}
+    sweep(tmp_path, *args, env=env)
+    import optuna
+
+    study = optuna.load_study(study_name="optuna_test", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+    trials = [t for t in study.trials if t.value is not None]
+    assert len(trials) == 6
+    assert study.best_value > trials[0].value
+    assert set(study.best_params) == {"retriever.k1", "retriever.b", "retriever.top_k"}
+    # the same command with more trials continues the stored study
+    sweep(tmp_path, *[a if a != "hydra.sweeper.n_trials=6" else "hydra.sweeper.n_trials=2" for a in args],
+          env=env)
+    study = optuna.load_study(study_name="optuna_test", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+    assert len([t for t in study.trials if t.value is not None]) == 8
