@@ -48,3 +48,11 @@ class JudgeError(HarnessError):
 
 class JudgeParseError(JudgeError):
     """The judge answered, but not in the shape asked for."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (Ctrl-C's SIGINT, or SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum

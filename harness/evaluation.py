@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from harness.metrics.base import Metric
 from harness.metrics.retrieval import mrr, ndcg_at_k, recall_at_k, sample_grades
-from harness.types import RagSample
+from harness.types import RagSample, SampleResult
 
 _MAX_REASONS = 20
 
@@ -106,37 +106,53 @@ def evaluate(
     """
     tally = Tally(metric.name)
     dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-    per_sample = getattr(metric, "reports_progress", False)
-    for batch in batches:
-        if per_sample:
-            results = metric.score_batch(batch, on_done=progress)  # type: ignore[call-arg]
+
+    def consume(sample: RagSample, result: SampleResult) -> str:
+        if retrieval_ks and sample.reference_context_ids is not None and (
+            sample.retrieved_context_ids is not None
+        ):
+            values = retrieval_metrics(sample, retrieval_ks, min_grade)
+            result.details.update(values)
+            tally.n_retrieval += 1
+            for name, value in values.items():
+                tally.retrieval[name] = tally.retrieval.get(name, 0.0) + value
+        if result.score is None:
+            tally.add_reason(result.error or "unscored")
         else:
-            results = metric.score_batch(batch)
-        lines = []
-        for sample, result in zip(batch, results, strict=True):
-            if retrieval_ks and sample.reference_context_ids is not None and (
-                sample.retrieved_context_ids is not None
-            ):
-                values = retrieval_metrics(sample, retrieval_ks, min_grade)
-                result.details.update(values)
-                tally.n_retrieval += 1
-                for name, value in values.items():
-                    tally.retrieval[name] = tally.retrieval.get(name, 0.0) + value
-            if result.score is None:
-                tally.add_reason(result.error or "unscored")
-            else:
-                tally.scores.append(result.score)
-                success = result.details.get("success")
-                if success is not None:
-                    tally.successes = (tally.successes or 0) + bool(success)
-            if sink is not None:
-                lines.append(dumps(result.to_row()))
-        tally.n_samples += len(results)
+            tally.scores.append(result.score)
+            success = result.details.get("success")
+            if success is not None:
+                tally.successes = (tally.successes or 0) + bool(success)
+        tally.n_samples += 1
+        return dumps(result.to_row())
+
+    for batch in batches:
+        if getattr(metric, "reports_progress", False):
+            # Slow (judged) samples finish out of order: write each row as soon as every
+            # row before it is written, so an interrupted run keeps what it finished.
+            done: dict[int, SampleResult] = {}
+            cursor = 0
+
+            def on_done(index: int, result: SampleResult) -> None:
+                nonlocal cursor
+                done[index] = result
+                while cursor in done:
+                    line = consume(batch[cursor], done.pop(cursor))
+                    if sink is not None:
+                        sink.write(line + "\n")
+                        sink.flush()
+                    cursor += 1
+                if progress is not None:
+                    progress(1)
+
+            metric.score_batch(batch, on_done=on_done)  # type: ignore[call-arg]
+            continue
+        lines = [consume(s, r) for s, r in zip(batch, metric.score_batch(batch), strict=True)]
         if sink is not None:
             sink.write("\n".join(lines) + "\n")
             sink.flush()
-        if progress is not None and not per_sample:
-            progress(len(results))
+        if progress is not None:
+            progress(len(batch))
     tally.duration_s = time.perf_counter() - tally.started
     return tally
 

@@ -404,6 +404,11 @@ def main(cfg: DictConfig) -> float | None:
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", 2)
+        print(
+            f"interrupted (signal {signum}): the MLflow run is marked KILLED; finished rows are "
+            "in samples.jsonl and judge verdicts in the cache, so rerunning resumes",
+            file=sys.stderr,
+        )
+        sys.exit(128 + signum)

@@ -135,3 +135,41 @@ def test_too_many_unscored_fails_the_run_with_partial_results(tmp_path, judge_se
     assert all("unusable judge reply after 2 attempts" in r["error"] for r in rows)
     assert result.summary()["judge"]["parse_failures"] == sum(
         len(v) for v in expected_verdicts()[:4]) * 2
+
+
+@pytest.mark.parametrize("signum", [2, 15])
+def test_sigint_and_sigterm_stop_cleanly(tmp_path, mlflow_store, signum):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from judge_server import JudgeServer
+
+    with JudgeServer(sample_labels(), latency_ms=60, concurrency=4) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness", "metric=llm_with_reference", *judge_args(server),
+             "judge.max_concurrency=4", f"hydra.run.dir={tmp_path / 'out'}", "run.progress=false",
+             f"experiment_name=signal_{signum}"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "MLFLOW_TRACKING_URI": mlflow_store},
+        )
+        deadline = time.monotonic() + 60
+        while server.stats.ok < 40 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, err
+    assert f"interrupted (signal {signum})" in err and "Traceback" not in err
+    rows = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
+    assert 0 < len(rows) < 30  # the finished prefix was flushed
+    assert [r["id"] for r in rows] == [f"q{i:02d}" for i in range(1, len(rows) + 1)]
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_store)
+    exp = client.get_experiment_by_name(f"signal_{signum}")
+    [run] = client.search_runs([exp.experiment_id])
+    assert run.info.status == "KILLED"

@@ -57,7 +57,7 @@ def test_experiment_composes(name):
     with initialize_config_dir(config_dir=str(CONF)):
         cfg = compose("config", overrides=[f"experiment={name}"], return_hydra_config=True)
     assert cfg.experiment_name == name
-    assert cfg.hydra.mode.name == "MULTIRUN" and cfg.hydra.sweeper.params
+    assert cfg.hydra.sweeper.params  # run with -m: Hydra 1.4 will not switch modes from a config
     for key in cfg.hydra.sweeper.params:  # every swept key exists in the composed config
         head = key.split(".")[0]
         assert head in cfg, key

@@ -16,7 +16,8 @@ from harness.metrics.ranking import average_precision
 from harness.prompts.template import PromptTemplate
 from harness.types import RagSample, SampleResult, unscored
 
-Progress = Callable[[int], None]
+#: Called with (index in the batch, result) as each sample finishes.
+OnDone = Callable[[int, SampleResult], None]
 
 
 class _Judged:
@@ -83,19 +84,21 @@ class _Judged:
         self._loop.run(self.judge.preflight())
 
     def score_batch(
-        self, samples: Sequence[RagSample], on_done: Progress | None = None
+        self, samples: Sequence[RagSample], on_done: OnDone | None = None
     ) -> list[SampleResult]:
         """Score samples concurrently (at most ``judge.max_concurrency`` calls in flight)."""
         return self._loop.run(self._score_all(samples, on_done))
 
-    async def _score_all(self, samples: Sequence[RagSample], on_done: Progress | None) -> list[SampleResult]:
-        async def one(sample: RagSample) -> SampleResult:
+    async def _score_all(
+        self, samples: Sequence[RagSample], on_done: OnDone | None
+    ) -> list[SampleResult]:
+        async def one(index: int, sample: RagSample) -> SampleResult:
             result = await self._score_one(sample)
             if on_done is not None:
-                on_done(1)
+                on_done(index, result)
             return result
 
-        return list(await asyncio.gather(*(one(s) for s in samples)))
+        return list(await asyncio.gather(*(one(i, s) for i, s in enumerate(samples))))
 
     async def _score_one(self, sample: RagSample) -> SampleResult:
         raise NotImplementedError
