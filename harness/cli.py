@@ -55,5 +55,63 @@ def main() -> None:
         mlflow_tracking.prewarm()
     try:
         _hydra_app()()
+    except SystemExit as e:
+        if e.code == 1:  # Hydra could not compose the config: add a did-you-mean
+            hint = suggest(sys.argv[1:])
+            if hint:
+                print(hint, file=sys.stderr)
+        raise
     finally:
         mlflow_tracking.discard_prewarmed()
+
+
+def suggest(args: list[str]) -> str | None:
+    """A ``did you mean`` line for the first misspelt group, option or key in ``args``."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import DictConfig
+
+    from harness.errors import closest
+
+    conf = Path(CONFIG_DIR)
+    groups = sorted(p.name for p in conf.iterdir() if p.is_dir() and p.name != "hydra")
+    picks, keys = [], []
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key = arg.split("=", 1)[0]
+        if key.startswith(("+", "~", "hydra")):
+            continue
+        (picks if "." not in key and "/" not in key else keys).append(arg)
+    valid_picks = []
+    for arg in picks:
+        key, value = arg.split("=", 1)
+        if key in groups:
+            options = sorted(f.stem for f in (conf / key).glob("*.yaml"))
+            if value in options or "," in value:
+                valid_picks.append(arg)
+            else:
+                return f"hint: '{value}' is not a {key} option{closest(value, options)}"
+        elif not key.isidentifier() or key in ("experiment_name", "run"):
+            continue
+        else:
+            return f"hint: '{key}' is not a config group{closest(key, groups)}"
+    try:
+        with initialize_config_dir(config_dir=CONFIG_DIR):
+            cfg = compose("config", overrides=valid_picks)
+    except Exception:
+        return None
+    for arg in keys:
+        path = arg.split("=", 1)[0].split(".")
+        node = cfg
+        for i, part in enumerate(path):
+            if not isinstance(node, DictConfig):
+                break
+            if part not in node:
+                where = ".".join(path[:i])
+                siblings = [str(k) for k in node.keys()]
+                name = ".".join(path[: i + 1])
+                return f"hint: '{name}' is not a setting{closest(part, siblings)}" + (
+                    f"; {where} has {', '.join(siblings)}" if where and siblings else ""
+                )
+            node = node[part]
+    return None

@@ -177,11 +177,22 @@ def test_malformed_record_stops_before_outputs(tmp_path, mlflow_store):
 def test_unknown_option_lists_the_choices(tmp_path):
     result = run_cli("metric=id_base", "tracking=none", cwd=tmp_path)
     assert_one_line_error(result, "metric/id_base", "id_based", "non_llm")
+    assert "hint: 'id_base' is not a metric option (did you mean 'id_based'?)" in result.stderr
 
 
-def test_unknown_key_is_rejected(tmp_path):
-    result = run_cli("metric.thresold=0.3", "tracking=none", cwd=tmp_path)
-    assert_one_line_error(result, "thresold")
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["metric=non_llm", "metric.thresold=0.3"], "'metric.thresold' is not a setting (did you mean 'threshold'?)"),
+        (["retriever.topk=3"], "'retriever.topk' is not a setting (did you mean 'top_k'?)"),
+        (["metrc=id_based"], "'metrc' is not a config group (did you mean 'metric'?)"),
+        (["judge.temprature=0.5"], "'judge.temprature' is not a setting (did you mean 'temperature'?)"),
+    ],
+)
+def test_misspelt_key_or_group_suggests_the_closest(tmp_path, args, hint):
+    result = run_cli(*args, "tracking=none", cwd=tmp_path)
+    assert result.returncode == 1
+    assert_one_line_error(result, hint)
 
 
 def test_missing_path_says_what_to_set(tmp_path):
