@@ -46,6 +46,10 @@ class JudgeError(HarnessError):
     """A judge call failed for good (after the transport and parse retries)."""
 
 
+class JudgeUnavailable(HarnessError):
+    """The judge endpoint stopped accepting connections: the run stops, keeping its rows."""
+
+
 class JudgeParseError(JudgeError):
     """The judge answered, but not in the shape asked for."""
 

@@ -16,7 +16,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from harness import __version__
-from harness.errors import ConfigError, DatasetError, HarnessError, RunFailed, closest
+from harness.errors import (
+    ConfigError,
+    DatasetError,
+    HarnessError,
+    JudgeUnavailable,
+    RunFailed,
+    closest,
+)
 from harness.evaluation import evaluate
 from harness.tracking.base import RunRecord, TrackedRun
 from harness.types import RagSample
@@ -267,6 +274,9 @@ def _run(
             tally = evaluate(
                 batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade
             )
+    except JudgeUnavailable:
+        parts.tracker.abort("FAILED")  # the endpoint died mid-run: keep what was finished
+        raise
     except HarnessError:
         parts.tracker.abort("DELETE")  # bad input: no run, no partial results
         samples_path.unlink(missing_ok=True)

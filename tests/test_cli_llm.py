@@ -173,3 +173,39 @@ def test_sigint_and_sigterm_stop_cleanly(tmp_path, mlflow_store, signum):
     exp = client.get_experiment_by_name(f"signal_{signum}")
     [run] = client.search_runs([exp.experiment_id])
     assert run.info.status == "KILLED"
+
+
+def test_endpoint_dying_mid_run_stops_with_partial_results(tmp_path, mlflow_store):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from judge_server import JudgeServer
+
+    server = JudgeServer(sample_labels(), latency_ms=40, concurrency=4)
+    server.start()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "metric=llm_with_reference", *judge_args(server),
+         "judge.max_concurrency=4", "judge.max_retries=1", f"hydra.run.dir={tmp_path / 'out'}",
+         "run.progress=false", "experiment_name=dying_judge"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "MLFLOW_TRACKING_URI": mlflow_store},
+    )
+    deadline = time.monotonic() + 60
+    while server.stats.ok < 40 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.stop()
+    stopped = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - stopped < 20
+    assert proc.returncode == 2, err
+    assert "stopped answering" in err and "Traceback" not in err
+    rows = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
+    assert 0 < len(rows) < 30 and all(r["score"] is not None for r in rows)
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_store)
+    [run] = client.search_runs([client.get_experiment_by_name("dying_judge").experiment_id])
+    assert run.info.status == "FAILED"

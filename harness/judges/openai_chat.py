@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
-from harness.errors import ConfigError, JudgeError, JudgeParseError
+from harness.errors import ConfigError, JudgeError, JudgeParseError, JudgeUnavailable
 from harness.judges.cache import VerdictCache, cache_key, default_path
 
 T = TypeVar("T")
@@ -309,6 +309,19 @@ class OpenAIJudge:
                 self.stats.requests += 1
                 self.stats.failures += 1
                 raise JudgeError(f"judge rejected the request: {_short(e)}") from None
+            except openai.APIConnectionError as e:
+                self._count_failure()
+                cause = e.__cause__
+                if not isinstance(e, openai.APITimeoutError) or "connect" in str(cause).lower():
+                    # Refused or dropped connections after every retry: the endpoint is
+                    # down, and every other call would wait out the same retries.
+                    raise JudgeUnavailable(
+                        f"judge endpoint {self.base_url or 'OpenAI'} stopped answering "
+                        f"({cause or e}); finished rows are kept, rerun to resume from the cache"
+                    ) from None
+                raise JudgeError(
+                    f"judge call failed after {self.max_retries} retries: {_short(e)}"
+                ) from None
             except openai.APIError as e:
                 self.stats.requests += 1 + self.max_retries
                 self.stats.retries += self.max_retries
@@ -327,6 +340,11 @@ class OpenAIJudge:
             self._count_usage(usage)
             lp = (choice.get("logprobs") or {}).get("content") if logprobs else None
             return Completion(content, lp, usage)
+
+    def _count_failure(self) -> None:
+        self.stats.requests += 1 + self.max_retries
+        self.stats.retries += self.max_retries
+        self.stats.failures += 1
 
     def _step_down(self, error: Any, mode: OutputMode) -> bool:
         """After a 400 that rejects the output format: use the next mode, and retry."""

@@ -98,7 +98,14 @@ class _Judged:
                 on_done(index, result)
             return result
 
-        return list(await asyncio.gather(*(one(i, s) for i, s in enumerate(samples))))
+        tasks = [asyncio.ensure_future(one(i, s)) for i, s in enumerate(samples)]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:  # e.g. the endpoint went down: stop the other calls too
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _score_one(self, sample: RagSample) -> SampleResult:
         raise NotImplementedError
