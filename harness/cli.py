@@ -106,7 +106,7 @@ def suggest(args: list[str]) -> str | None:
         for i, part in enumerate(path):
             if not isinstance(node, DictConfig):
                 break
-            if part not in node:
+            if part not in node.keys():  # keys(): a value left as ??? is still a setting
                 where = ".".join(path[:i])
                 siblings = [str(k) for k in node.keys()]
                 name = ".".join(path[: i + 1])

@@ -142,12 +142,27 @@ def build(cfg: DictConfig) -> Parts:
     for group in ("judge", "prompt"):
         if _uses(cfg, group):
             _check_missing(cfg, group)
+    _check_objective(settings)
     dataset = _instantiate(cfg, "dataset")
     dataset.check()
     retriever = _instantiate(cfg, "retriever")
     metric = _instantiate(cfg, "metric")
     tracker = _instantiate(cfg, "tracking")
     return Parts(dataset, retriever, metric, tracker, settings)
+
+
+def _check_objective(settings: RunSettings) -> None:
+    """``run.objective`` must name a metric a run logs (its value may still be missing,
+    e.g. a mean when nothing was scored: the job then returns NaN, a failed trial)."""
+    names = {"mean", "n_samples", "n_scored", "n_unscored", "duration_s", "success_rate", "mrr"}
+    for k in settings.retrieval_ks:
+        names |= {f"recall_at_{k}", f"ndcg_at_{k}"}
+    objective = settings.objective
+    if objective not in names and not objective.startswith("judge/"):
+        raise ConfigError(
+            f"run.objective: {objective!r} is not a metric a run logs{closest(objective, names)}; "
+            f"choose one of {', '.join(sorted(names))} or judge/<counter>"
+        )
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, str]:
@@ -214,7 +229,7 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
 
 
 def run(cfg: DictConfig) -> float | None:
-    """Run one evaluation job; return the mean score (the objective for sweepers)."""
+    """Run one evaluation job; return ``run.objective`` (NaN when it has no value)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -234,7 +249,7 @@ def run(cfg: DictConfig) -> float | None:
 
 def _run(
     cfg: DictConfig, parts: Parts, hc: Any, out_dir: Path, choices: dict[str, str], multirun: bool
-) -> float | None:
+) -> float:
     metric_name = choices.get("metric", parts.metric.name)
     _prepare_retriever(parts)
     if getattr(parts.metric, "prevalidate", False):
@@ -355,13 +370,7 @@ def _run(
             f"{tally.n_unscored} of {tally.n_samples} samples are unscored, more than "
             f"run.max_unscored_frac={frac}; see {samples_path}"
         )
-    objective = parts.settings.objective
-    if objective not in record.metrics:
-        raise ConfigError(
-            f"run.objective: {objective!r} is not a metric of this run{closest(objective, record.metrics)}; "
-            f"choose one of {', '.join(sorted(record.metrics))}"
-        )
-    return record.metrics[objective]
+    return record.metrics.get(parts.settings.objective, float("nan"))
 
 
 def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:

@@ -136,10 +136,13 @@ class JsonlDataset(FileDataset):
                 continue
             try:
                 raw = json.loads(text)
-            except ValueError as e:
+            except json.JSONDecodeError as e:
                 raise DatasetError(
                     str(self.path), f"not valid JSON ({e.msg} at column {e.colno})", line=number
                 ) from None
+            except (ValueError, RecursionError) as e:  # a 5,000-digit number, deep nesting
+                what = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+                raise DatasetError(str(self.path), f"not valid JSON ({what})", line=number) from None
             yield parser.parse(raw, number - 1, number)
             count += 1
 
@@ -171,12 +174,20 @@ class CsvDataset(FileDataset):
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit``."""
         parser = RecordParser(str(self.path), self.fields, cells_are_text=True)
+        _allow_large_cells()
         lines = self._lines()
         reader = csv.reader((text for _, text in lines), delimiter=self.delimiter, strict=True)
         try:
             header = next(reader, None)
             if header is None:
                 return
+            seen: set[str] = set()
+            for name in header:
+                if name in seen:
+                    raise DatasetError(
+                        str(self.path), "appears more than once in the header", line=1, field=name
+                    )
+                seen.add(name)
             for index, row in enumerate(reader):
                 if limit is not None and index >= limit:
                     return
@@ -191,6 +202,19 @@ class CsvDataset(FileDataset):
                 yield parser.parse(dict(zip(header, row)), index, reader.line_num)
         except csv.Error as e:
             raise DatasetError(str(self.path), f"malformed CSV ({e})", line=reader.line_num) from None
+
+
+def _allow_large_cells() -> None:
+    """Lift the csv module's 128 KiB cell limit: a chunk may be megabytes long."""
+    import sys
+
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return
+        except OverflowError:
+            limit //= 2
 
 
 class SampleDataset(JsonlDataset):

@@ -120,7 +120,7 @@ class RecordParser:
     def _cell_list(self, field: str, text: str, line: int) -> Any:
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
         try:
             # ragas's to_csv writes lists as Python reprs: ['a', 'b']

@@ -59,11 +59,30 @@ def redact_uri(uri: str) -> str:
 
 
 def client(uri: str) -> Any:
-    """A cached ``MlflowClient`` for ``uri`` (the store opens once per process)."""
+    """A cached ``MlflowClient`` for ``uri`` (the store opens once per process).
+
+    Several processes opening a fresh SQLite store at once race on creating its schema
+    (``duplicate column``, ``table already exists``, ``database is locked``); the loser
+    waits a moment and opens the store again, which then finds the schema in place.
+    """
     if uri not in _CLIENTS:
+        import random
+        import time
+
         from mlflow.tracking import MlflowClient
 
-        _CLIENTS[uri] = MlflowClient(tracking_uri=uri)
+        for attempt in range(8):
+            try:
+                c = MlflowClient(tracking_uri=uri)
+                c.search_experiments(max_results=1)
+                break
+            except Exception as e:
+                text = str(e).lower()
+                racing = any(m in text for m in ("duplicate column", "already exists", "locked"))
+                if attempt == 7 or not racing:
+                    raise
+                time.sleep(0.25 * (attempt + 1) + random.random() * 0.25)
+        _CLIENTS[uri] = c
     return _CLIENTS[uri]
 
 
