@@ -44,3 +44,48 @@ def test_faults_cost_one_extra_request_each_and_change_no_score(judge_server, mo
     assert s.requests == calls + injected  # each fault cost exactly one more request
     stats = metric.judge.stats
     assert stats.failures == 0 and stats.parse_failures == s.malformed
+
+
+def test_parallel_sweeps_share_one_store_and_one_cache(tmp_path, judge_server):
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    from conftest import sample_labels
+    from harness.judges.cache import default_path
+
+    judge_server.labels.update(sample_labels())
+    uri = f"sqlite:///{tmp_path / 'shared.db'}"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+    procs = []
+    for name, ks in (("a", "1,2,3"), ("b", "2,3,4")):
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "harness", "-m", "hydra/launcher=local_parallel", "metric=llm_with_reference",
+             "judge=local", f"judge.base_url={judge_server.base_url}", "judge.model=test-judge",
+             f"retriever.top_k={ks}", f"experiment_name=shared_{name}", "run.progress=false",
+             f"hydra.sweep.dir={tmp_path / name}"],
+            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        ))
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        assert "Callback SweepTracking" not in err, err[-2000:]  # the parent run was created
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    for name in ("a", "b"):
+        runs = client.search_runs([client.get_experiment_by_name(f"shared_{name}").experiment_id])
+        assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)  # 3 jobs + parent
+    db = sqlite3.connect(default_path())
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    stored = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+    import json
+    from conftest import ROOT
+
+    rows = [json.loads(x) for x in (ROOT / "harness/data/sample_rag.jsonl").read_text().splitlines()]
+    unique = {(r["user_input"], c) for r in rows for c in r["retrieved_contexts"][:4]}
+    assert stored == len(unique)
+    # overlapping jobs may each pay for a chunk before the other stored it, never more
+    assert len(unique) <= judge_server.stats.requests <= 2 * len(unique)

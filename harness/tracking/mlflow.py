@@ -62,8 +62,9 @@ def client(uri: str) -> Any:
     """A cached ``MlflowClient`` for ``uri`` (the store opens once per process).
 
     Several processes opening a fresh SQLite store at once race on creating its schema
-    (``duplicate column``, ``table already exists``, ``database is locked``); the loser
-    waits a moment and opens the store again, which then finds the schema in place.
+    (``duplicate column``, ``no such table``, alembic's ``No such constraint``, ``database
+    is locked``); the loser waits a moment and opens the store again, which then finds the
+    schema in place.
     """
     if uri not in _CLIENTS:
         import random
@@ -77,9 +78,9 @@ def client(uri: str) -> Any:
                 c.search_experiments(max_results=1)
                 break
             except Exception as e:
-                text = str(e).lower()
-                racing = any(m in text for m in ("duplicate column", "already exists", "locked"))
-                if attempt == 7 or not racing:
+                # Schema races surface as many errors (OperationalError, IntegrityError,
+                # alembic's "No such constraint"...): on SQLite, retry whatever it was.
+                if attempt == 7 or not uri.startswith("sqlite"):
                     raise
                 time.sleep(0.25 * (attempt + 1) + random.random() * 0.25)
         _CLIENTS[uri] = c
