@@ -14,6 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 SHARED = ROOT.parent / "shared"
+# dataset=scifact/trec_dl19/dbpedia_entity read $HARNESS_SHARED_DATA: pin it to the copy
+# beside the checkout, whatever the working directory of the tests.
+os.environ.setdefault("HARNESS_SHARED_DATA", str(SHARED / "data"))
 
 
 @dataclass
