@@ -66,9 +66,19 @@ def main() -> None:
 
 
 def suggest(args: list[str]) -> str | None:
-    """A ``did you mean`` line for the first misspelt group, option or key in ``args``."""
+    """A ``did you mean`` line for the first misspelt group, option or key in ``args``.
+
+    Best effort: it never raises (any surprise just means no hint).
+    """
+    try:
+        return _suggest(args)
+    except Exception:
+        return None
+
+
+def _suggest(args: list[str]) -> str | None:
     from hydra import compose, initialize_config_dir
-    from omegaconf import DictConfig
+    from omegaconf import DictConfig, OmegaConf
 
     from harness.errors import closest
 
@@ -113,5 +123,7 @@ def suggest(args: list[str]) -> str | None:
                 return f"hint: '{name}' is not a setting{closest(part, siblings)}" + (
                     f"; {where} has {', '.join(siblings)}" if where and siblings else ""
                 )
+            if OmegaConf.is_missing(node, part):
+                break  # a value left as ???: a leaf, and a setting
             node = node[part]
     return None
