@@ -5,9 +5,11 @@ the opening of the store overlap with the work instead of adding to it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from harness.errors import TrackingError
@@ -61,30 +63,39 @@ def redact_uri(uri: str) -> str:
 def client(uri: str) -> Any:
     """A cached ``MlflowClient`` for ``uri`` (the store opens once per process).
 
-    Several processes opening a fresh SQLite store at once race on creating its schema
-    (``duplicate column``, ``no such table``, alembic's ``No such constraint``, ``database
-    is locked``); the loser waits a moment and opens the store again, which then finds the
-    schema in place.
+    Opening a fresh SQLite store creates its schema, and several processes doing that at
+    once (parallel sweep jobs, two sweeps) corrupt each other's migrations (``duplicate
+    column``, ``_alembic_tmp_experiments already exists``). So the first open of a SQLite
+    store happens under an exclusive file lock beside the database.
     """
     if uri not in _CLIENTS:
-        import random
-        import time
-
         from mlflow.tracking import MlflowClient
 
-        for attempt in range(8):
-            try:
-                c = MlflowClient(tracking_uri=uri)
-                c.search_experiments(max_results=1)
-                break
-            except Exception as e:
-                # Schema races surface as many errors (OperationalError, IntegrityError,
-                # alembic's "No such constraint"...): on SQLite, retry whatever it was.
-                if attempt == 7 or not uri.startswith("sqlite"):
-                    raise
-                time.sleep(0.25 * (attempt + 1) + random.random() * 0.25)
+        with _store_lock(uri):
+            c = MlflowClient(tracking_uri=uri)
+            c.search_experiments(max_results=1)  # forces the schema check or creation
         _CLIENTS[uri] = c
     return _CLIENTS[uri]
+
+
+@contextlib.contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """An exclusive lock for opening a local SQLite store (no-op for other stores)."""
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix) or uri == f"{prefix}:memory:":
+        yield
+        return
+    import fcntl
+    from pathlib import Path
+
+    db = Path(uri[len(prefix):]).expanduser()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{db}.harness-lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def ensure_experiment(uri: str, name: str) -> str:
