@@ -311,14 +311,9 @@ class BeirDataset:
 
     def batches(self, batch_size: int, limit: int | None = None) -> Iterator[list[RagSample]]:
         """Yield lists of at most ``batch_size`` samples, at most ``limit`` in all."""
-        batch: list[RagSample] = []
-        for sample in self.samples(limit):
-            batch.append(sample)
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        from harness.datasets.files import batched
+
+        return batched(self.samples(limit), batch_size)
 
     def describe(self) -> dict[str, Any]:
         """What a reader of the outputs needs to know about the data, with its gaps."""

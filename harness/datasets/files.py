@@ -6,7 +6,7 @@ import csv
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,18 @@ from harness.errors import DatasetError
 from harness.types import RagSample
 
 _BLOCK = 1 << 20
+
+
+def batched(samples: Iterable[RagSample], size: int) -> Iterator[list[RagSample]]:
+    """Lists of at most ``size`` consecutive samples (``itertools.batched`` from 3.12)."""
+    batch: list[RagSample] = []
+    for sample in samples:
+        batch.append(sample)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class FileDataset:
@@ -107,14 +119,7 @@ class FileDataset:
 
     def batches(self, batch_size: int, limit: int | None = None) -> Iterator[list[RagSample]]:
         """Yield lists of at most ``batch_size`` samples, at most ``limit`` in all."""
-        batch: list[RagSample] = []
-        for sample in self.samples(limit):
-            batch.append(sample)
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        return batched(self.samples(limit), batch_size)
 
 
 class JsonlDataset(FileDataset):
