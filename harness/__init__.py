@@ -1,7 +1,18 @@
 """harness: measure how well a RAG retriever ranks relevant chunks (context precision).
 
-Importing the package does nothing else: heavy libraries (mlflow, openai, rapidfuzz) are
-imported by the components that use them.
+``from harness import evaluate`` is the Python API. Importing the package does nothing
+else: heavy libraries (mlflow, openai, rapidfuzz, hydra) load when they are used.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["EvaluationResult", "__version__", "aevaluate", "evaluate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("evaluate", "aevaluate", "EvaluationResult"):
+        from harness import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")

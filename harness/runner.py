@@ -136,14 +136,20 @@ def _uses(cfg: DictConfig, group: str) -> bool:
     return group in cfg and "metric" in cfg and group in cfg.metric
 
 
-def build(cfg: DictConfig) -> Parts:
-    """Instantiate each group; check everything that can fail before any work."""
+def build(cfg: DictConfig, dataset: Any = None) -> Parts:
+    """Instantiate each group; check everything that can fail before any work.
+
+    Args:
+        cfg: The composed config.
+        dataset: Use this dataset instead of the ``dataset`` group (the Python API).
+    """
     settings = RunSettings.from_config(cfg.get("run"))
     for group in ("judge", "prompt"):
         if _uses(cfg, group):
             _check_missing(cfg, group)
     _check_objective(settings)
-    dataset = _instantiate(cfg, "dataset")
+    if dataset is None:
+        dataset = _instantiate(cfg, "dataset")
     dataset.check()
     retriever = _instantiate(cfg, "retriever")
     metric = _instantiate(cfg, "metric")
@@ -228,6 +234,34 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
     return samples
 
 
+def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
+    """Prepare the retriever and the batches to score, with a count for progress.
+
+    Judged metrics get the whole dataset read, validated and retrieved first, and the
+    endpoint checked, before any call; the others stream.
+    """
+    _prepare_retriever(parts)
+    size = parts.settings.batch_size
+    if getattr(parts.metric, "prevalidate", False):
+        samples = _load_for_judging(parts)
+        return (samples[i : i + size] for i in range(0, len(samples), size)), len(samples)
+    batches = map(parts.retriever.retrieve_batch, parts.dataset.batches(size, parts.settings.limit))
+    return batches, parts.dataset.estimate_count()
+
+
+def score(
+    parts: Parts,
+    batches: Iterable[list[RagSample]],
+    sink: Any,
+    progress: Callable[[int], None] | None = None,
+) -> Any:
+    """Score ``batches`` with the run's metric and retrieval metrics; rows go to ``sink``."""
+    min_grade = parts.settings.retrieval_min_grade
+    if min_grade is None:
+        min_grade = getattr(parts.dataset, "min_grade", 1)
+    return evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade)
+
+
 def run(cfg: DictConfig) -> float | None:
     """Run one evaluation job; return ``run.objective`` (NaN when it has no value)."""
     from hydra.core.hydra_config import HydraConfig
@@ -251,20 +285,7 @@ def _run(
     cfg: DictConfig, parts: Parts, hc: Any, out_dir: Path, choices: dict[str, str], multirun: bool
 ) -> float:
     metric_name = choices.get("metric", parts.metric.name)
-    _prepare_retriever(parts)
-    if getattr(parts.metric, "prevalidate", False):
-        samples = _load_for_judging(parts)
-        batches: Iterable[list[RagSample]] = (
-            samples[i : i + parts.settings.batch_size]
-            for i in range(0, len(samples), parts.settings.batch_size)
-        )
-        total = len(samples)
-    else:
-        batches = map(
-            parts.retriever.retrieve_batch,
-            parts.dataset.batches(parts.settings.batch_size, parts.settings.limit),
-        )
-        total = parts.dataset.estimate_count()
+    batches, total = plan(parts)
 
     tags = {f"choice.{k}": str(v) for k, v in choices.items()}
     tags["harness.version"] = __version__
@@ -282,13 +303,8 @@ def _run(
     samples_path = out_dir / "samples.jsonl"
     bar, progress = _progress(parts.settings, total)
     try:
-        min_grade = parts.settings.retrieval_min_grade
-        if min_grade is None:
-            min_grade = getattr(parts.dataset, "min_grade", 1)
         with open(samples_path, "w", encoding="utf-8") as sink:
-            tally = evaluate(
-                batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade
-            )
+            tally = score(parts, batches, sink, progress)
     except JudgeUnavailable:
         parts.tracker.abort("FAILED")  # the endpoint died mid-run: keep what was finished
         raise

@@ -16,6 +16,16 @@ _TEXTS = ("retrieved_contexts", "reference_contexts")
 _IDS = ("retrieved_context_ids", "reference_context_ids")
 _GRADES = "reference_context_grades"
 
+#: Field names of ragas's legacy schema and of deepeval's ``LLMTestCase``, recognised
+#: without a mapping when the ragas (current) name is absent.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "user_input": ("question", "input"),
+    "response": ("answer", "actual_output"),
+    "reference": ("ground_truth", "expected_output"),
+    "retrieved_contexts": ("contexts", "retrieval_context"),
+    "reference_contexts": ("context",),
+}
+
 
 def field_map(fields: Mapping[str, str] | None) -> dict[str, str]:
     """Validate a user's ``harness field -> source column`` mapping; fill in the identity."""
@@ -51,7 +61,10 @@ class RecordParser:
 
     def __init__(self, path: str, fields: Mapping[str, str], cells_are_text: bool) -> None:
         self.path, self.fields, self.cells_are_text = path, fields, cells_are_text
-        self._pairs = [(ours, fields[ours]) for ours in SAMPLE_FIELDS]
+        self._pairs = [
+            (ours, fields[ours], ALIASES.get(ours, ()) if fields[ours] == ours else ())
+            for ours in SAMPLE_FIELDS
+        ]
         self._seen: dict[str, int] = {}
 
     def parse(self, raw: Any, index: int, line: int) -> RagSample:
@@ -61,8 +74,10 @@ class RecordParser:
                 self.path, f"expected a JSON object, got {_type_name(raw)}", line=line
             )
         values: dict[str, Any] = {}
-        for ours, theirs in self._pairs:
+        for ours, theirs, aliases in self._pairs:
             value = raw.get(theirs)
+            if value is None and aliases:
+                value = next((raw[a] for a in aliases if raw.get(a) is not None), None)
             if self.cells_are_text and value == "":
                 value = None
             if value is None:
