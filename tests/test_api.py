@@ -85,3 +85,18 @@ def test_async_code_and_a_running_loop(judge_server):
 def test_bad_record_raises_a_clear_error():
     with pytest.raises(DatasetError, match=r"records:2: field 'retrieved_context_ids': expected a list"):
         evaluate([{"retrieved_context_ids": ["a"]}, {"retrieved_context_ids": "a"}], "id_based")
+
+
+def test_parquet_written_by_pandas_scores_like_the_jsonl(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "d.parquet"
+    pd.DataFrame(ROWS).to_parquet(path)
+    cli = run_cli("metric=non_llm", "dataset=parquet", f"dataset.path={path}", "tracking=none", cwd=tmp_path)
+    assert cli.returncode == 0, cli.stderr
+    assert [(r["id"], r["score"]) for r in cli.rows()] == [
+        (r["id"], r["score"]) for r in evaluate(ROWS, "non_llm").rows]
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet")
+    result = run_cli("dataset=parquet", f"dataset.path={bad}", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 2 and "not a readable Parquet file" in result.stderr

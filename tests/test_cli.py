@@ -246,7 +246,7 @@ def test_help_lists_groups_and_options(tmp_path):
     result = run_cli("--help", cwd=tmp_path)
     assert result.returncode == 0
     for text in (
-        "dataset: beir, csv, dbpedia_entity, jsonl, sample, scifact, trec_dl19",
+        "dataset: beir, csv, dbpedia_entity, jsonl, parquet, sample, scifact, trec_dl19",
         "experiment: scifact_bm25, scifact_bm25_optuna, scifact_chunking, scifact_retrievers",
         "metric: contextual_precision, id_based, id_ranked, llm_with_reference, "
         "llm_without_reference, non_llm",

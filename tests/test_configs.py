@@ -13,7 +13,7 @@ GROUPS = sorted(
     p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("hydra", "experiment")
 )
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
-NEEDS_PATH = {("dataset", "jsonl"), ("dataset", "csv"), ("dataset", "beir")}
+NEEDS_PATH = {("dataset", "jsonl"), ("dataset", "csv"), ("dataset", "beir"), ("dataset", "parquet")}
 
 
 def test_groups_present():
