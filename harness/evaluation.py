@@ -19,6 +19,8 @@ from harness.metrics.retrieval import mrr, ndcg_at_k, recall_at_k, sample_grades
 from harness.types import RagSample, SampleResult
 
 _MAX_REASONS = 20
+MAX_RANK = 20
+MAP_SAMPLES = 60
 
 
 @dataclass
@@ -32,6 +34,11 @@ class Tally:
     successes: int | None = None
     retrieval: dict[str, float] = field(default_factory=dict)
     n_retrieval: int = 0
+    #: Per rank (1..MAX_RANK): samples with a verdict there, and how many were relevant.
+    rank_totals: list[int] = field(default_factory=lambda: [0] * MAX_RANK)
+    rank_relevant: list[float] = field(default_factory=lambda: [0.0] * MAX_RANK)
+    #: The verdicts of the first MAP_SAMPLES scored samples (for the verdict map plot).
+    verdict_map: list[tuple[str, list[float]]] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
     duration_s: float = 0.0
 
@@ -120,6 +127,12 @@ def evaluate(
             tally.add_reason(result.error or "unscored")
         else:
             tally.scores.append(result.score)
+            verdicts = result.details.get("relevance") or result.verdicts or []
+            for rank, verdict in enumerate(verdicts[:MAX_RANK]):
+                tally.rank_totals[rank] += 1
+                tally.rank_relevant[rank] += verdict
+            if len(tally.verdict_map) < MAP_SAMPLES:
+                tally.verdict_map.append((result.id, list(verdicts[:MAX_RANK])))
             success = result.details.get("success")
             if success is not None:
                 tally.successes = (tally.successes or 0) + bool(success)

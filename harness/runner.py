@@ -341,6 +341,11 @@ def _run(
         "output_dir": str(out_dir),
     }
     artifacts = []
+    if parts.tracker.describe().get("backend") == "mlflow":
+        # drawn while the MLflow helper is still importing: no added wall time
+        from harness.plots import write_plots
+
+        artifacts += [str(p) for p in write_plots(tally, metric_name, out_dir / "plots")]
     if "judge" in described:
         summary["judge"] = {**described["judge"], **parts.metric.stats()}
         prompt_path = out_dir / "prompt.yaml"
@@ -374,7 +379,7 @@ def _run(
     record = RunRecord(
         params=params,
         metrics={k: float(v) for k, v in metrics.items() if v is not None},
-        tags={**tags, "dataset.sha256": sha},
+        tags={**tags, "dataset.sha256": sha, "mlflow.note.content": describe_run(summary)},
         artifacts=[str(config_path), str(samples_path), str(summary_path), *artifacts],
     )
     tracked = parts.tracker.finish(record)
@@ -387,6 +392,23 @@ def _run(
             f"run.max_unscored_frac={frac}; see {samples_path}"
         )
     return record.metrics.get(parts.settings.objective, float("nan"))
+
+
+def describe_run(summary: dict[str, Any]) -> str:
+    """The MLflow run description: what was evaluated, how, and the headline numbers."""
+    options = summary["options"]
+    lines = [
+        f"Context precision `{summary['metric']}` of `{options.get('dataset', '?')}` "
+        f"({summary['dataset'].get('path')}) with retriever `{options.get('retriever', '?')}`.",
+    ]
+    if "judge" in summary:
+        lines.append(f"Judge `{summary['judge']['model']}`, prompt `{summary['prompt']['version']}`.")
+    mean = summary["mean"]
+    lines.append(
+        f"Mean {'n/a' if mean is None else f'{mean:.4f}'} over {summary['n_scored']} scored of "
+        f"{summary['n_samples']} samples ({summary['n_unscored']} unscored)."
+    )
+    return "\n\n".join(lines)
 
 
 def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:

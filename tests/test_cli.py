@@ -62,7 +62,13 @@ def test_default_job_logs_everything_to_mlflow(tmp_path, mlflow_store):
     assert run.data.tags["harness.version"]
     assert run.data.tags["dataset.sha256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert names == {"config.yaml", "samples.jsonl", "summary.json"}
+    assert names == {"config.yaml", "samples.jsonl", "summary.json", "score_histogram.png",
+                     "precision_by_rank.png", "verdict_map.png"}
+    for png in ("score_histogram.png", "precision_by_rank.png", "verdict_map.png"):
+        local_png = client.download_artifacts(run.info.run_id, png, str(tmp_path / "dl"))
+        assert open(local_png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    note = run.data.tags["mlflow.note.content"]
+    assert "`id_based` of `sample`" in note and "over 30 scored of 30 samples" in note
     local = client.download_artifacts(run.info.run_id, "summary.json", str(tmp_path / "dl"))
     assert json.loads(open(local, encoding="utf-8").read())["mean"] == summary["mean"]
 
