@@ -8,10 +8,10 @@ the samples come from memory and nothing is written unless asked.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -40,6 +40,8 @@ def evaluate(
     *,
     overrides: Sequence[str] = (),
     fields: Mapping[str, str] | None = None,
+    mlflow: bool = False,
+    output_dir: str | Path | None = None,
 ) -> EvaluationResult:
     """Score ``samples`` with a metric variant, as ``python -m harness metric=NAME`` would.
 
@@ -54,42 +56,45 @@ def evaluate(
         overrides: Any other setting in CLI syntax, e.g. ``["metric.threshold=0.7",
             "judge=local", "judge.base_url=http://localhost:8000/v1", "judge.model=M"]``.
         fields: Harness field -> key in your records, where they differ.
+        mlflow: Log the run to MLflow (the ``tracking`` group: ``$MLFLOW_TRACKING_URI`` or
+            ``sqlite:///mlflow.db``; ``experiment_name=...`` in ``overrides``).
+        output_dir: Keep ``samples.jsonl``, ``summary.json`` (and plots) here; default: a
+            temporary folder, removed afterwards.
 
     Returns:
         The rows and the summary. Raises ``harness.errors.HarnessError`` on bad input.
     """
+    import tempfile
+
     from hydra import compose, initialize_config_dir
 
     from harness.cli import CONFIG_DIR
     from harness.datasets.memory import RecordsDataset
-    from harness.runner import build, plan, score
+    from harness.runner import build, execute
 
+    tracking = "tracking=mlflow" if mlflow else "tracking=none"
     with initialize_config_dir(config_dir=CONFIG_DIR):
-        cfg = compose("config", overrides=[f"metric={metric}", "tracking=none", *overrides])
+        cfg = compose(
+            "config",
+            overrides=[f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
+                       *overrides],
+        )
     parts = build(cfg, dataset=RecordsDataset(samples, fields))
-    sink = io.StringIO()
-    try:
-        batches, _ = plan(parts)
-        tally = score(parts, batches, sink)
-    finally:
-        close = getattr(parts.metric, "close", None)
-        if close is not None:
-            close()
-    summary = {**tally.summary(), "metric": metric}
-    describe = getattr(parts.metric, "describe", None)
-    if describe is not None:
-        summary.update(describe())
-        summary["judge"] = {**summary["judge"], **parts.metric.stats()}
-    rows = [json.loads(line) for line in sink.getvalue().splitlines()]
-    return EvaluationResult(summary, rows)
+    choices = {"dataset": "records", "retriever": "precomputed", "metric": metric,
+               "tracking": tracking.split("=")[1]}
+    with tempfile.TemporaryDirectory(prefix="harness-") as tmp:
+        out_dir = Path(output_dir) if output_dir is not None else Path(tmp)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            summary, _ = execute(cfg, parts, out_dir, choices, f"api metric={metric}")
+        finally:
+            close = getattr(parts.metric, "close", None)
+            if close is not None:
+                close()
+        text = (out_dir / "samples.jsonl").read_text("utf-8")
+    return EvaluationResult(summary, [json.loads(line) for line in text.splitlines()])
 
 
-async def aevaluate(
-    samples: Sequence[Any],
-    metric: str = "id_based",
-    *,
-    overrides: Sequence[str] = (),
-    fields: Mapping[str, str] | None = None,
-) -> EvaluationResult:
+async def aevaluate(samples: Sequence[Any], metric: str = "id_based", **kwargs: Any) -> EvaluationResult:
     """``evaluate`` for async code: runs in a worker thread, never blocking the loop."""
-    return await asyncio.to_thread(evaluate, samples, metric, overrides=overrides, fields=fields)
+    return await asyncio.to_thread(evaluate, samples, metric, **kwargs)

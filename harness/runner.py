@@ -273,17 +273,36 @@ def run(cfg: DictConfig) -> float | None:
     if not _uses(cfg, "judge"):
         choices = {k: v for k, v in choices.items() if k not in ("judge", "prompt")}
     parts = build(cfg)
+    multirun = hc.mode == RunMode.MULTIRUN
     try:
-        return _run(cfg, parts, hc, out_dir, choices, hc.mode == RunMode.MULTIRUN)
+        return execute(
+            cfg, parts, out_dir, choices, hc.job.override_dirname or "default",
+            sweep_dir=str(hc.sweep.dir) if multirun else None,
+            job_num=hc.job.num if multirun else None,
+        )[1]
     finally:
         close = getattr(parts.metric, "close", None)
         if close is not None:
             close()
 
 
-def _run(
-    cfg: DictConfig, parts: Parts, hc: Any, out_dir: Path, choices: dict[str, str], multirun: bool
-) -> float:
+def execute(
+    cfg: DictConfig,
+    parts: Parts,
+    out_dir: Path,
+    choices: dict[str, str],
+    run_name: str = "default",
+    *,
+    sweep_dir: str | None = None,
+    job_num: int | None = None,
+) -> tuple[dict[str, Any], float]:
+    """Evaluate, write the outputs into ``out_dir``, log the run; the CLI's and the API's
+    one code path.
+
+    Returns:
+        The summary and the value of ``run.objective`` (NaN when it has none).
+    """
+    multirun = sweep_dir is not None
     metric_name = choices.get("metric", parts.metric.name)
     batches, total = plan(parts)
 
@@ -294,11 +313,8 @@ def _run(
         tags["prompt.sha256"] = described["prompt"]["sha256"]
         tags["prompt.version"] = described["prompt"]["version"]
     if multirun:
-        tags["hydra.sweep_dir"], tags["hydra.job_num"] = str(hc.sweep.dir), str(hc.job.num)
-    parts.tracker.begin(
-        hc.job.override_dirname or "default", tags, multirun=multirun,
-        sweep_dir=str(hc.sweep.dir) if multirun else None,
-    )
+        tags["hydra.sweep_dir"], tags["hydra.job_num"] = str(sweep_dir), str(job_num)
+    parts.tracker.begin(run_name, tags, multirun=multirun, sweep_dir=sweep_dir)
 
     samples_path = out_dir / "samples.jsonl"
     bar, progress = _progress(parts.settings, total)
@@ -391,7 +407,7 @@ def _run(
             f"{tally.n_unscored} of {tally.n_samples} samples are unscored, more than "
             f"run.max_unscored_frac={frac}; see {samples_path}"
         )
-    return record.metrics.get(parts.settings.objective, float("nan"))
+    return summary, record.metrics.get(parts.settings.objective, float("nan"))
 
 
 def describe_run(summary: dict[str, Any]) -> str:

@@ -100,3 +100,16 @@ def test_parquet_written_by_pandas_scores_like_the_jsonl(tmp_path):
     bad.write_bytes(b"not parquet")
     result = run_cli("dataset=parquet", f"dataset.path={bad}", "tracking=none", cwd=tmp_path)
     assert result.returncode == 2 and "not a readable Parquet file" in result.stderr
+
+
+def test_api_can_log_to_mlflow(tmp_path, mlflow_store, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
+    result = evaluate(ROWS, "id_ranked", mlflow=True, overrides=["experiment_name=api_test"],
+                      output_dir=tmp_path / "out")
+    assert (tmp_path / "out" / "summary.json").is_file()
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_store)
+    [run] = client.search_runs([client.get_experiment_by_name("api_test").experiment_id])
+    assert run.data.metrics["mean"] == result.mean
+    assert run.data.tags["choice.dataset"] == "records"
