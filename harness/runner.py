@@ -272,8 +272,15 @@ def run(cfg: DictConfig) -> float | None:
     choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra/") and v}
     if not _uses(cfg, "judge"):
         choices = {k: v for k, v in choices.items() if k not in ("judge", "prompt")}
+    if choices.get("task") == "evaluate":
+        del choices["task"]
     parts = build(cfg)
     multirun = hc.mode == RunMode.MULTIRUN
+    if cfg.get("task") is not None and cfg.task.name == "judge_agreement":
+        from harness.agreement import run_agreement
+
+        choices.pop("metric", None)
+        return run_agreement(cfg, parts, out_dir, choices, hc.job.override_dirname or "default")
     try:
         return execute(
             cfg, parts, out_dir, choices, hc.job.override_dirname or "default",
