@@ -257,7 +257,9 @@ def test_help_lists_groups_and_options(tmp_path):
         "metric: contextual_precision, id_based, id_ranked, llm_with_reference, "
         "llm_without_reference, non_llm",
         "judge: local, openai",
-        "prompt: contextual_precision, file, llm_with_reference, llm_without_reference",
+        "prompt: contextual_precision, file, llm_with_reference, llm_without_reference, "
+        "query_relevance",
+        "task: evaluate, judge_agreement",
         "tracking: mlflow, none",
         "retriever: bm25, dense, hybrid, precomputed",
     ):
