@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from harness.metrics.base import Metric
-from harness.metrics.retrieval import mrr, ndcg_at_k, recall_at_k, sample_grades
+from harness.metrics.retrieval import at_cutoffs, sample_grades
 from harness.types import RagSample, SampleResult
 
 _MAX_REASONS = 20
@@ -173,11 +173,4 @@ def evaluate(
 def retrieval_metrics(sample: RagSample, ks: Sequence[int], min_grade: float) -> dict[str, float]:
     """``recall_at_<k>`` and ``ndcg_at_<k>`` for each k, and ``mrr``, of one sample's
     retrieval (named so that MLflow, which rejects ``@``, takes them as they are)."""
-    retrieved = sample.retrieved_context_ids or ()
-    grades = sample_grades(sample)
-    out: dict[str, float] = {}
-    for k in ks:
-        out[f"recall_at_{k}"] = recall_at_k(retrieved, grades, k, min_grade)
-        out[f"ndcg_at_{k}"] = ndcg_at_k(retrieved, grades, k)
-    out["mrr"] = mrr(retrieved, grades, None, min_grade)
-    return out
+    return at_cutoffs(sample.retrieved_context_ids or (), sample_grades(sample), ks, min_grade)

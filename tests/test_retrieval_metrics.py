@@ -324,3 +324,21 @@ def test_sample_helpers():
     means = mean_metrics([graded, plain], ks=(1,))
     assert means["recall@1"] == 0.5 and means["mrr"] == 0.75
     assert mean_metrics([]) == {}
+
+
+def test_one_pass_version_equals_the_metric_functions_bit_for_bit():
+    import random
+
+    from harness.metrics.retrieval import at_cutoffs, mrr, ndcg_at_k, recall_at_k
+
+    rng = random.Random(3)
+    for _ in range(500):
+        docs = [f"d{i}" for i in range(12)]
+        grades = {d: float(rng.choice([0, 0, 1, 2, 3])) for d in rng.sample(docs, rng.randint(0, 8))}
+        retrieved = [rng.choice(docs) for _ in range(rng.randint(0, 10))]
+        min_grade = rng.choice([1, 2])
+        got = at_cutoffs(retrieved, grades, [1, 3, 10], min_grade)
+        for k in (1, 3, 10):
+            assert got[f"recall_at_{k}"] == recall_at_k(retrieved, grades, k, min_grade)
+            assert got[f"ndcg_at_{k}"] == ndcg_at_k(retrieved, grades, k)
+        assert got["mrr"] == mrr(retrieved, grades, None, min_grade)

@@ -76,7 +76,7 @@ class RecordParser:
         values: dict[str, Any] = {}
         for ours, theirs, aliases in self._pairs:
             value = raw.get(theirs)
-            if value is None and aliases:
+            if value is None and aliases and not raw.keys().isdisjoint(aliases):
                 value = next((raw[a] for a in aliases if raw.get(a) is not None), None)
             if self.cells_are_text and value == "":
                 value = None
