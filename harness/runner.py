@@ -25,8 +25,9 @@ from harness.errors import (
     closest,
 )
 from harness.evaluation import evaluate
-from harness.tracking.base import RunRecord, TrackedRun
+from harness.tracking.base import RunRecord
 from harness.types import RagSample
+from harness.report import describe_run, render_summary
 from harness.validation import check_arguments
 
 #: Config subtrees that decide the scores; logged as MLflow params.
@@ -415,63 +416,6 @@ def execute(
             f"run.max_unscored_frac={frac}; see {samples_path}"
         )
     return summary, record.metrics.get(parts.settings.objective, float("nan"))
-
-
-def describe_run(summary: dict[str, Any]) -> str:
-    """The MLflow run description: what was evaluated, how, and the headline numbers."""
-    options = summary["options"]
-    lines = [
-        f"Context precision `{summary['metric']}` of `{options.get('dataset', '?')}` "
-        f"({summary['dataset'].get('path')}) with retriever `{options.get('retriever', '?')}`.",
-    ]
-    if "judge" in summary:
-        lines.append(f"Judge `{summary['judge']['model']}`, prompt `{summary['prompt']['version']}`.")
-    mean = summary["mean"]
-    lines.append(
-        f"Mean {'n/a' if mean is None else f'{mean:.4f}'} over {summary['n_scored']} scored of "
-        f"{summary['n_samples']} samples ({summary['n_unscored']} unscored)."
-    )
-    return "\n\n".join(lines)
-
-
-def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
-    """The table printed at the end of a run."""
-    mean = summary["mean"]
-    rows = [
-        ("metric", summary["metric"]),
-        ("dataset", f"{summary['options'].get('dataset', '?')} ({summary['dataset']['path']})"),
-        ("mean", "n/a (nothing scored)" if mean is None else f"{mean:.4f}"),
-        ("scored", f"{summary['n_scored']} / {summary['n_samples']}"),
-    ]
-    for reason, count in summary["unscored_reasons"].items():
-        rows.append(("unscored", f"{count} × {reason}"))
-    if summary.get("success_rate") is not None:
-        rows.append(("success rate", f"{summary['success_rate']:.1%}"))
-    retrieval = summary.get("retrieval")
-    if retrieval:
-        rows.append((
-            "retrieval",
-            "  ".join(f"{k} {v:.4f}" for k, v in retrieval.items() if k != "n_queries")
-            + f"  ({retrieval['n_queries']} queries)",
-        ))
-    judge = summary.get("judge")
-    if judge:
-        cost = f", ~${judge['cost_usd']:.4f}" if judge.get("cost_usd") else ""
-        rows.append((
-            "judge",
-            f"{judge['model']}: {judge['requests']} requests ({judge['retries']} retried, "
-            f"{judge['parse_failures']} unusable, {judge['failures']} failed), "
-            f"{judge['prompt_tokens']:,} prompt tokens ({judge['cached_prompt_tokens']:,} cached), "
-            f"{judge['completion_tokens']:,} completion tokens{cost}",
-        ))
-    rate = summary["samples_per_s"]
-    rows.append(("time", f"{summary['duration_s']:.3f} s" + (f" ({rate:,.0f} samples/s)" if rate else "")))
-    rows.append(("outputs", summary["output_dir"]))
-    if tracked is not None:
-        rows.append(("mlflow run", f"{tracked.run_id} (experiment {tracked.experiment_id})"))
-        rows.append(("mlflow store", summary["tracking"]["tracking_uri"]))
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
 
 def main(cfg: DictConfig) -> float | None:

@@ -1,7 +1,6 @@
 """task=judge_agreement: a judge config against human relevance labels (TREC DL19)."""
 
 import json
-import random
 
 from conftest import SHARED, run_cli
 from harness.agreement import agreement

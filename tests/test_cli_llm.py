@@ -140,7 +140,6 @@ def test_too_many_unscored_fails_the_run_with_partial_results(tmp_path, judge_se
 @pytest.mark.parametrize("signum", [2, 15])
 def test_sigint_and_sigterm_stop_cleanly(tmp_path, mlflow_store, signum):
     import os
-    import signal
     import subprocess
     import sys
     import time
