@@ -215,7 +215,7 @@ CASES: list[Case | Any] = [
     ),
     Case(
         "renamed-field-in-one-record",
-        jl(TXT, {"contexts": ["Paris"], "reference_contexts": ["Paris"]}),
+        jl(TXT, {"passages": ["Paris"], "reference_contexts": ["Paris"]}),
         Scores(
             [
                 non_llm(TXT["retrieved_contexts"], TXT["reference_contexts"]),
@@ -227,12 +227,18 @@ CASES: list[Case | Any] = [
     Case(
         "renamed-field-everywhere-without-mapping",
         jl(
-            {"contexts": ["Paris"], "reference_contexts": ["Paris"]},
-            {"contexts": ["Rome"], "reference_contexts": ["Paris"]},
+            {"passages": ["Paris"], "reference_contexts": ["Paris"]},
+            {"passages": ["Rome"], "reference_contexts": ["Paris"]},
         ),
         Scores([unscored("missing field retrieved_contexts")] * 2),
         metric="non_llm",
         solo=True,
+    ),
+    Case(  # ragas's legacy name is recognised without a mapping
+        "legacy-ragas-name-contexts",
+        jl({"contexts": ["Paris"], "reference_contexts": ["Paris"]}),
+        Scores([non_llm(["Paris"], ["Paris"])]),
+        metric="non_llm",
     ),
     Case(
         "all-samples-unscored",
