@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.datasets.files import batched, decode_line
 from harness.errors import ConfigError, DatasetError
 from harness.retrievers.base import Document
 from harness.types import RagSample
@@ -311,8 +312,6 @@ class BeirDataset:
 
     def batches(self, batch_size: int, limit: int | None = None) -> Iterator[list[RagSample]]:
         """Yield lists of at most ``batch_size`` samples, at most ``limit`` in all."""
-        from harness.datasets.files import batched
-
         return batched(self.samples(limit), batch_size)
 
     def describe(self) -> dict[str, Any]:
@@ -377,18 +376,7 @@ def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise DatasetError(str(path), f"cannot open ({e.strerror})") from None
     with f:
         for number, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DatasetError(
-                    str(path),
-                    f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
-                    "save the file as UTF-8",
-                    line=number,
-                ) from None
-            if number == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield number, text
+            yield number, decode_line(raw, path, number)
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

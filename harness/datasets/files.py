@@ -17,6 +17,20 @@ from harness.types import RagSample
 _BLOCK = 1 << 20
 
 
+def decode_line(raw: bytes, path: str | os.PathLike[str], number: int) -> str:
+    """Line ``number`` (1-based) of ``path`` as text: UTF-8, a leading BOM dropped."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DatasetError(
+            str(path),
+            f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+            "save the file as UTF-8",
+            line=number,
+        ) from None
+    return text[1:] if number == 1 and text.startswith("\ufeff") else text
+
+
 def batched(samples: Iterable[RagSample], size: int) -> Iterator[list[RagSample]]:
     """Lists of at most ``size`` consecutive samples (``itertools.batched`` from 3.12)."""
     batch: list[RagSample] = []
@@ -100,18 +114,7 @@ class FileDataset:
         self._complete = True
 
     def _decode(self, raw: bytes, number: int) -> str:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DatasetError(
-                str(self.path),
-                f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
-                "save the file as UTF-8",
-                line=number,
-            ) from None
-        if number == 1 and text.startswith("\ufeff"):
-            text = text[1:]
-        return text
+        return decode_line(raw, self.path, number)
 
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit``."""
