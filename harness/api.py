@@ -31,7 +31,8 @@ class EvaluationResult:
     @property
     def mean(self) -> float | None:
         """The mean over scored samples."""
-        return self.summary["mean"]
+        mean: float | None = self.summary["mean"]
+        return mean
 
 
 def evaluate(
@@ -68,9 +69,11 @@ def evaluate(
 
     from hydra import compose, initialize_config_dir
 
-    from harness.cli import CONFIG_DIR
+    from harness.build import build, instantiate
     from harness.datasets.memory import RecordsDataset
-    from harness.runner import build, execute
+    from harness.job import Job
+    from harness.registry import CONFIG_DIR
+    from harness.runner import job_config
 
     tracking = "tracking=mlflow" if mlflow else "tracking=none"
     with initialize_config_dir(config_dir=CONFIG_DIR):
@@ -85,16 +88,18 @@ def evaluate(
     with tempfile.TemporaryDirectory(prefix="harness-") as tmp:
         out_dir = Path(output_dir) if output_dir is not None else Path(tmp)
         out_dir.mkdir(parents=True, exist_ok=True)
+        job = Job(job_config(cfg), out_dir, choices, f"api metric={metric}",
+                  build=lambda group: instantiate(cfg, group))
         try:
-            summary, _ = execute(cfg, parts, out_dir, choices, f"api metric={metric}")
+            summary, _ = parts.task.run(parts, job)
         finally:
-            close = getattr(parts.metric, "close", None)
-            if close is not None:
-                close()
+            parts.close()
         text = (out_dir / "samples.jsonl").read_text("utf-8")
     return EvaluationResult(summary, [json.loads(line) for line in text.splitlines()])
 
 
-async def aevaluate(samples: Sequence[Any], metric: str = "id_based", **kwargs: Any) -> EvaluationResult:
+async def aevaluate(
+    samples: Sequence[Any], metric: str = "id_based", **kwargs: Any
+) -> EvaluationResult:
     """``evaluate`` for async code: runs in a worker thread, never blocking the loop."""
     return await asyncio.to_thread(evaluate, samples, metric, **kwargs)

@@ -7,18 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-#: Absolute, because Hydra resolves a relative config_path against the module of the
-#: task function, which breaks under ``python -m``.
-CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+from harness.registry import CONFIG_DIR, TRUSTED_TARGETS
 
-#: What config ``_target_`` values may name (Hydra 1.4's execution whitelist): our own
-#: components. A config cannot make the harness call arbitrary Python.
-TRUSTED_TARGETS = ("harness.*",)
-
-#: Arguments after which no MLflow run will be logged, so no logger is prewarmed.
-_NO_TRACKING = {
+#: Arguments after which no run will be logged, so no logger is prewarmed.
+_NO_RUN = {
     "-h", "--help", "--hydra-help", "-i", "--info", "-c", "--cfg", "--version",
-    "-m", "--multirun", "--shell-completion", "-sc", "tracking=none",
+    "-m", "--multirun", "--shell-completion", "-sc",
 }
 
 
@@ -32,13 +26,39 @@ def _hydra_app() -> Callable[[], Any]:
 
         return run_main(cfg)
 
-    return task
+    app: Callable[[], Any] = task
+    return app
 
 
 def _on_signal(signum: int, frame: Any) -> None:
     from harness.errors import Interrupted
 
     raise Interrupted(signum)
+
+
+def tracker_class(args: list[str]) -> Any:
+    """The tracker class the command line chooses, read from ``conf/tracking/`` before
+    Hydra composes anything; ``None`` when it cannot tell."""
+    import importlib
+
+    from omegaconf import OmegaConf
+
+    try:
+        defaults = OmegaConf.load(Path(CONFIG_DIR) / "config.yaml").defaults
+        choice = next(
+            str(d.tracking) for d in defaults if not isinstance(d, str) and "tracking" in d
+        )
+        for arg in args:
+            key, _, value = arg.partition("=")
+            if key.lstrip("+") == "tracking":
+                choice = value
+        target = str(OmegaConf.load(Path(CONFIG_DIR) / "tracking" / f"{choice}.yaml")._target_)
+        module, _, name = target.rpartition(".")
+        if not module.startswith("harness."):
+            return None
+        return getattr(importlib.import_module(module), name)
+    except Exception:  # a bad choice is Hydra's to report, with its own message
+        return None
 
 
 def main() -> None:
@@ -50,80 +70,20 @@ def main() -> None:
     # SIGTERM (a scheduler, `kill`) stops the run as cleanly as Ctrl-C: the MLflow run is
     # marked KILLED and the rows written so far stay in samples.jsonl.
     signal.signal(signal.SIGTERM, _on_signal)
-    if not _NO_TRACKING.intersection(sys.argv[1:]):
-        # Start MLflow's 2-3 s of imports first, in parallel with Hydra and the work.
-        mlflow_tracking.prewarm()
+    if not _NO_RUN.intersection(sys.argv[1:]):
+        # Start the tracker's slow imports (MLflow: 2-3 s) now, in parallel with Hydra.
+        tracker = tracker_class(sys.argv[1:])
+        if tracker is not None:
+            tracker.prewarm()
     try:
         _hydra_app()()
     except SystemExit as e:
         if e.code == 1:  # Hydra could not compose the config: add a did-you-mean
+            from harness.hints import suggest
+
             hint = suggest(sys.argv[1:])
             if hint:
                 print(hint, file=sys.stderr)
         raise
     finally:
         mlflow_tracking.discard_prewarmed()
-
-
-def suggest(args: list[str]) -> str | None:
-    """A ``did you mean`` line for the first misspelt group, option or key in ``args``.
-
-    Best effort: it never raises (any surprise just means no hint).
-    """
-    try:
-        return _suggest(args)
-    except Exception:
-        return None
-
-
-def _suggest(args: list[str]) -> str | None:
-    from hydra import compose, initialize_config_dir
-    from omegaconf import DictConfig, OmegaConf
-
-    from harness.errors import closest
-
-    conf = Path(CONFIG_DIR)
-    groups = sorted(p.name for p in conf.iterdir() if p.is_dir() and p.name != "hydra")
-    picks, keys = [], []
-    for arg in args:
-        if arg.startswith("-") or "=" not in arg:
-            continue
-        key = arg.split("=", 1)[0]
-        if key.startswith(("+", "~", "hydra")):
-            continue
-        (picks if "." not in key and "/" not in key else keys).append(arg)
-    valid_picks = []
-    for arg in picks:
-        key, value = arg.split("=", 1)
-        if key in groups:
-            options = sorted(f.stem for f in (conf / key).glob("*.yaml"))
-            if value in options or "," in value:
-                valid_picks.append(arg)
-            else:
-                return f"hint: '{value}' is not a {key} option{closest(value, options)}"
-        elif not key.isidentifier() or key in ("experiment_name", "run"):
-            continue
-        else:
-            return f"hint: '{key}' is not a config group{closest(key, groups)}"
-    try:
-        with initialize_config_dir(config_dir=CONFIG_DIR):
-            cfg = compose("config", overrides=valid_picks)
-    except Exception:
-        return None
-    for arg in keys:
-        path = arg.split("=", 1)[0].split(".")
-        node = cfg
-        for i, part in enumerate(path):
-            if not isinstance(node, DictConfig):
-                break
-            if part not in node.keys():  # keys(): a value left as ??? is still a setting
-                where = ".".join(path[:i])
-                siblings = [str(k) for k in node.keys()]
-                name = ".".join(path[: i + 1])
-                return f"hint: '{name}' is not a setting{closest(part, siblings)}" + (
-                    f"; {where} has {', '.join(siblings)}" if where and siblings else ""
-                )
-            if OmegaConf.is_missing(node, part):
-                break  # a value left as ???: a leaf, and a setting
-            node = node[part]
-    return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class HarnessError(Exception):
     """Root of all errors the harness reports as one line, without a traceback."""
@@ -34,7 +36,7 @@ class RunFailed(HarnessError):
     """The run finished but breaks a limit the user set (e.g. ``run.max_unscored_frac``)."""
 
 
-def closest(name: str, options: list[str] | tuple[str, ...] | set[str]) -> str:
+def closest(name: str, options: Iterable[str]) -> str:
     """Return a ``" (did you mean 'x'?)"`` hint for a misspelt name, or ``""``."""
     import difflib
 

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from harness.metrics.base import Metric
+from harness.errors import ConfigError
 from harness.metrics.retrieval import at_cutoffs, sample_grades
+from harness.protocols import Metric
 from harness.types import RagSample, SampleResult
 
 _MAX_REASONS = 20
@@ -29,7 +30,7 @@ class Tally:
 
     metric: str
     n_samples: int = 0
-    scores: array = field(default_factory=lambda: array("d"))
+    scores: array[float] = field(default_factory=lambda: array("d"))
     reasons: Counter[str] = field(default_factory=Counter)
     successes: int | None = None
     retrieval: dict[str, float] = field(default_factory=dict)
@@ -139,35 +140,60 @@ def evaluate(
         tally.n_samples += 1
         return dumps(result.to_row())
 
-    for batch in batches:
-        if getattr(metric, "reports_progress", False):
-            # Slow (judged) samples finish out of order: write each row as soon as every
-            # row before it is written, so an interrupted run keeps what it finished.
-            done: dict[int, SampleResult] = {}
-            cursor = 0
-
-            def on_done(index: int, result: SampleResult) -> None:
-                nonlocal cursor
-                done[index] = result
-                while cursor in done:
-                    line = consume(batch[cursor], done.pop(cursor))
-                    if sink is not None:
-                        sink.write(line + "\n")
-                        sink.flush()
-                    cursor += 1
-                if progress is not None:
-                    progress(1)
-
-            metric.score_batch(batch, on_done=on_done)  # type: ignore[call-arg]
-            continue
-        lines = [consume(s, r) for s, r in zip(batch, metric.score_batch(batch), strict=True)]
-        if sink is not None:
+    def write(lines: list[str]) -> None:
+        if sink is not None and lines:
             sink.write("\n".join(lines) + "\n")
             sink.flush()
-        if progress is not None:
-            progress(len(batch))
+
+    for batch in batches:
+        rows = _InOrder(batch, consume, write, progress)
+        results = metric.score_batch(batch, rows.on_done)
+        if len(results) != len(batch):
+            raise ConfigError(
+                f"metric {metric.name}: score_batch returned {len(results)} results "
+                f"for {len(batch)} samples"
+            )
+        rows.finish(results)
     tally.duration_s = time.perf_counter() - tally.started
     return tally
+
+
+class _InOrder:
+    """Writes one batch's rows in input order.
+
+    Slow (judged) samples finish out of order and are reported through ``on_done``: each
+    row is written as soon as every row before it is, so an interrupted run keeps what it
+    finished. Rows not reported that way are written together by ``finish``.
+    """
+
+    def __init__(
+        self,
+        batch: list[RagSample],
+        consume: Callable[[RagSample, SampleResult], str],
+        write: Callable[[list[str]], None],
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        self.batch, self.consume, self.write, self.progress = batch, consume, write, progress
+        self.done: dict[int, SampleResult] = {}
+        self.cursor = 0
+
+    def on_done(self, index: int, result: SampleResult) -> None:
+        """Take one finished sample's result."""
+        self.done[index] = result
+        while self.cursor in self.done:
+            self.write([self.consume(self.batch[self.cursor], self.done.pop(self.cursor))])
+            self.cursor += 1
+        if self.progress is not None:
+            self.progress(1)
+
+    def finish(self, results: list[SampleResult]) -> None:
+        """Write the rows ``on_done`` did not."""
+        start, rest = self.cursor, len(self.batch) - self.cursor
+        pairs = zip(self.batch[start:], results[start:], strict=True)
+        self.write([self.consume(s, r) for s, r in pairs])
+        self.cursor = len(self.batch)
+        if self.progress is not None and rest:
+            self.progress(rest)
 
 
 def retrieval_metrics(sample: RagSample, ks: Sequence[int], min_grade: float) -> dict[str, float]:

@@ -50,7 +50,9 @@ def write_plots(tally: Any, metric: str, folder: Path) -> list[Path]:
         grid = [v + [float("nan")] * (width - len(v)) for _, v in tally.verdict_map]
         fig = Figure(figsize=(6, 1.5 + 0.12 * len(grid)), layout="constrained")
         ax = fig.subplots()
-        image = ax.imshow(grid, aspect="auto", cmap="RdYlGn", vmin=0, vmax=1, interpolation="nearest")
+        image = ax.imshow(
+            grid, aspect="auto", cmap="RdYlGn", vmin=0, vmax=1, interpolation="nearest"
+        )
         ax.set(xlabel="rank", ylabel="sample", title="Verdicts (green: relevant)")
         ax.set_xticks(range(width), [str(k + 1) for k in range(width)])
         ax.set_yticks(range(len(grid)), [sid for sid, _ in tally.verdict_map], fontsize=6)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.tracking.base import TrackedRun
+from harness.types import TrackedRun
 
 
 def describe_run(summary: dict[str, Any]) -> str:
@@ -15,7 +15,8 @@ def describe_run(summary: dict[str, Any]) -> str:
         f"({summary['dataset'].get('path')}) with retriever `{options.get('retriever', '?')}`.",
     ]
     if "judge" in summary:
-        lines.append(f"Judge `{summary['judge']['model']}`, prompt `{summary['prompt']['version']}`.")
+        judge, prompt = summary["judge"]["model"], summary["prompt"]["version"]
+        lines.append(f"Judge `{judge}`, prompt `{prompt}`.")
     mean = summary["mean"]
     lines.append(
         f"Mean {'n/a' if mean is None else f'{mean:.4f}'} over {summary['n_scored']} scored of "
@@ -55,7 +56,8 @@ def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
             f"{judge['completion_tokens']:,} completion tokens{cost}",
         ))
     rate = summary["samples_per_s"]
-    rows.append(("time", f"{summary['duration_s']:.3f} s" + (f" ({rate:,.0f} samples/s)" if rate else "")))
+    per_s = f" ({rate:,.0f} samples/s)" if rate else ""
+    rows.append(("time", f"{summary['duration_s']:.3f} s" + per_s))
     rows.append(("outputs", summary["output_dir"]))
     if tracked is not None:
         rows.append(("mlflow run", f"{tracked.run_id} (experiment {tracked.experiment_id})"))

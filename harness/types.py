@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 #: Sample fields, named as ragas names them. A dataset may provide any subset.
 SAMPLE_FIELDS: tuple[str, ...] = (
@@ -67,3 +68,140 @@ class SampleResult:
 def unscored(sample_id: str, reason: str, **details: Any) -> SampleResult:
     """A result that carries no score, only why."""
     return SampleResult(sample_id, None, None, reason, dict(details))
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One corpus document (a BEIR ``corpus.jsonl`` record).
+
+    Attributes:
+        id: The document id, as written in the corpus and the qrels (an opaque string).
+        title: The title; ``""`` when the corpus has none.
+        text: The body text.
+    """
+
+    id: str
+    title: str
+    text: str
+
+    @property
+    def content(self) -> str:
+        """The text a retriever indexes and a reader sees: ``"title\\n\\ntext"``, or just
+        ``text`` when the title is empty."""
+        return f"{self.title}\n\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A retrievable unit: a whole document, or a window of its words.
+
+    Attributes:
+        id: ``"<doc_id>#<n>"``, n counting the document's chunks from 0 (a document that
+            is not split is its own chunk ``"<doc_id>#0"``).
+        doc_id: The document the chunk comes from (what ``retrieved_context_ids`` holds).
+        text: The chunk text.
+    """
+
+    id: str
+    doc_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """The documents a corpus retriever indexes, with a key naming their content.
+
+    Attributes:
+        documents: The documents, in corpus order.
+        key: Changes whenever the documents change (a content hash); with the settings
+            that shape an index it names the cached index.
+    """
+
+    documents: Sequence[Document]
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved item, as a user's retriever returns it (best first).
+
+    Attributes:
+        id: The id metrics compare with the reference ids (a document id).
+        text: The text a judge or the string metric reads.
+        score: The retriever's own score, if it has one.
+    """
+
+    id: str
+    text: str
+    score: float | None = None
+
+
+@dataclass
+class Completion:
+    """What a judge replied: the text, token logprobs when asked for, and usage."""
+
+    content: str
+    logprobs: list[dict[str, Any]] | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JudgeStats:
+    """Counters of one run's judge traffic."""
+
+    calls: int = 0
+    requests: int = 0
+    retries: int = 0
+    parse_failures: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    soft_fallbacks: int = 0
+    output_mode_fallbacks: int = 0
+    cost_usd: float = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    saved_prompt_tokens: int = 0
+    saved_completion_tokens: int = 0
+    saved_cost_usd: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        """All counters (costs rounded to micro-dollars)."""
+        data: dict[str, float] = asdict(self)
+        data["cost_usd"] = round(self.cost_usd, 6)
+        data["saved_cost_usd"] = round(self.saved_cost_usd, 6)
+        return data
+
+
+Status = Literal["FINISHED", "FAILED", "KILLED"]
+
+
+@dataclass
+class RunRecord:
+    """Everything one run logs: plain strings and numbers, and paths of files to attach."""
+
+    params: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    artifacts: list[str] = field(default_factory=list)
+    status: Status = "FINISHED"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (for the background logging process)."""
+        return {
+            "params": self.params,
+            "metrics": self.metrics,
+            "tags": self.tags,
+            "artifacts": self.artifacts,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """Where a run was recorded."""
+
+    run_id: str
+    experiment_id: str
+    tracking_uri: str

@@ -73,22 +73,49 @@ def check_arguments(where: str, target: Callable[..., Any], values: Mapping[str,
     for key, value in values.items():
         if key.startswith("_") and key.endswith("_"):
             continue
-        if isinstance(value, Mapping) and "_target_" in value:
-            # A nested component (e.g. the judge inside a metric): check it under its own
-            # name, which is also its config group.
-            from hydra.utils import get_method
-
-            check_arguments(key, get_method(value["_target_"]), value)
-            continue
-        if key not in params:
-            if takes_any:
-                continue
+        if key not in params and not takes_any:
             raise ConfigError(
                 f"{where}.{key}: unknown setting{closest(key, params)}; "
                 f"{where} takes {', '.join(params) or 'no settings'}"
             )
+        if isinstance(value, Mapping) and "_target_" in value:
+            # A nested component (the judge inside a metric, a rerank stage): check it
+            # under its own name, which is also its config group.
+            check_arguments(key, _target(key, value["_target_"]), value)
+            continue
+        nested = _components(value)
+        if nested:
+            # Components inside a mapping or list (a hybrid's parts): named by their path.
+            for sub, node in nested:
+                path = f"{where}.{key}.{sub}"
+                check_arguments(path, _target(path, node["_target_"]), node)
+            continue
+        if key not in params:
+            continue  # the target takes **kwargs
         annotation = hints.get(key, params[key].annotation)
         if not _accepts(annotation, value):
             raise ConfigError(
                 f"{where}.{key}: expected {_describe(annotation)}, got {value!r}"
             )
+
+
+def _components(value: Any) -> list[tuple[str, Mapping[str, Any]]]:
+    """The ``_target_`` nodes directly inside a mapping or list, with their keys."""
+    if isinstance(value, Mapping):
+        items: list[tuple[str, Any]] = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, list):
+        items = [(str(i), v) for i, v in enumerate(value)]
+    else:
+        return []
+    return [(k, v) for k, v in items if isinstance(v, Mapping) and "_target_" in v]
+
+
+def _target(where: str, target: Any) -> Callable[..., Any]:
+    """The class or function a nested ``_target_`` names."""
+    from hydra.utils import get_method
+
+    try:
+        found: Callable[..., Any] = get_method(str(target))
+    except Exception as e:
+        raise ConfigError(f"{where}._target_: cannot import {target!r} ({e})") from None
+    return found

@@ -1,26 +1,50 @@
-"""The seam between the runner and a metric variant."""
+"""What a metric variant may inherit: every member of the ``Metric`` protocol but scoring."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from pathlib import Path
+from typing import Any
 
+from harness.protocols import OnDone
 from harness.types import RagSample, SampleResult
 
 
-class Metric(Protocol):
-    """A context-precision variant.
+class BaseMetric:
+    """Defaults for the public ``Metric`` protocol (``harness.protocols.Metric``, API v1).
 
-    ``requires`` names the sample fields the variant reads; a sample lacking one is
-    unscored with that reason, never scored 0.
+    A metric of your own subclasses this, sets ``name`` and ``requires`` and implements
+    ``score_batch``; it scores in the caller's thread and needs no preflight, judge or
+    artifacts unless it overrides those members.
     """
 
-    name: str
-    requires: frozenset[str]
+    name: str = "metric"
+    requires: frozenset[str] = frozenset()
+    prevalidate: bool = False
 
-    def score_batch(self, samples: Sequence[RagSample]) -> list[SampleResult]:
-        """Score samples, one result per sample, in order."""
-        ...
+    def preflight(self) -> None:
+        """Nothing to check."""
+
+    def score_batch(
+        self, samples: Sequence[RagSample], on_done: OnDone | None = None
+    ) -> list[SampleResult]:
+        """One result per sample, in order."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """No judge or prompt to record."""
+        return {}
+
+    def stats(self) -> dict[str, float]:
+        """No counters."""
+        return {}
+
+    def write_artifacts(self, out_dir: Path) -> list[Path]:
+        """No files."""
+        return []
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 def missing_fields(sample: RagSample, requires: frozenset[str]) -> str | None:

@@ -6,21 +6,22 @@ from collections.abc import Sequence
 from typing import Literal
 
 from harness.errors import ConfigError
-from harness.metrics.base import missing_fields
+from harness.metrics.base import BaseMetric, missing_fields
 from harness.metrics.ranking import average_precision, set_precision
+from harness.protocols import OnDone
 from harness.types import RagSample, SampleResult, unscored
 
 Aggregate = Literal["set_precision", "average_precision"]
 
 
-class IdContextPrecision:
+class IdContextPrecision(BaseMetric):
     """Relevance by id membership: a retrieved id is relevant iff it is a reference id.
 
     With ``aggregate="set_precision"`` this is ragas ``IDBasedContextPrecision``:
     ``|set(retrieved) & set(reference)| / |set(retrieved)|`` after ``str()``, duplicates
     collapsed, not rank-aware, an empty retrieved list unscored. With
     ``aggregate="average_precision"`` it is average precision over the retrieved order
-    (METRICS.md section 1); a repeated id counts as not relevant after its first rank, and
+    (docs/metrics.md section 1); a repeated id counts as not relevant after its first rank, and
     an empty retrieved list scores 0.0 (a retriever that returns nothing ranks nothing
     relevant).
 
@@ -59,7 +60,9 @@ class IdContextPrecision:
             return set(ids)
         return {i for i, g in zip(ids, grades, strict=True) if g >= self.min_grade}
 
-    def score_batch(self, samples: Sequence[RagSample]) -> list[SampleResult]:
+    def score_batch(
+        self, samples: Sequence[RagSample], on_done: OnDone | None = None
+    ) -> list[SampleResult]:
         """Score each sample by id membership."""
         return [self.score_one(s) for s in samples]
 
@@ -83,4 +86,5 @@ class IdContextPrecision:
                     verdicts[k] = 0
                 seen.add(r)
             score = average_precision(verdicts, self.eps)
-        return SampleResult(sample.id, score, verdicts, None, {"retrieved_context_ids": list(retrieved)})
+        details = {"retrieved_context_ids": list(retrieved)}
+        return SampleResult(sample.id, score, verdicts, None, details)

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import ConfigError, closest
-from harness.metrics.base import missing_fields
+from harness.metrics.base import BaseMetric, missing_fields
 from harness.metrics.ranking import average_precision
+from harness.protocols import OnDone
 from harness.types import RagSample, SampleResult, unscored
 
 #: Option value -> rapidfuzz.distance class name.
@@ -20,7 +21,7 @@ MEASURES = {
 }
 
 
-class StringContextPrecision:
+class StringContextPrecision(BaseMetric):
     """Relevance by string similarity to the reference contexts.
 
     A retrieved chunk's similarity is the maximum, over the reference contexts, of
@@ -64,9 +65,18 @@ class StringContextPrecision:
     def _distance(self) -> Any:
         from rapidfuzz import distance
 
-        return getattr(distance, MEASURES[self.measure]).normalized_distance
+        classes = {
+            "levenshtein": distance.Levenshtein,
+            "hamming": distance.Hamming,
+            "jaro": distance.Jaro,
+            "jaro_winkler": distance.JaroWinkler,
+            "indel": distance.Indel,
+        }
+        return classes[self.measure].normalized_distance
 
-    def score_batch(self, samples: Sequence[RagSample]) -> list[SampleResult]:
+    def score_batch(
+        self, samples: Sequence[RagSample], on_done: OnDone | None = None
+    ) -> list[SampleResult]:
         """Score a batch: one ``cpdist`` call over every (chunk, reference) pair."""
         import numpy as np
         from rapidfuzz import process

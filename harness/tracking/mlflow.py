@@ -5,17 +5,16 @@ the opening of the store overlap with the work instead of adding to it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from harness.errors import TrackingError
-from harness.tracking.base import RunRecord, TrackedRun
+from harness.redact import redact_uri
+from harness.tracking.store import close_run, open_run
+from harness.types import RunRecord, TrackedRun
 
-_CLIENTS: dict[str, Any] = {}
 _PREWARMED: subprocess.Popen[str] | None = None
 
 
@@ -48,102 +47,6 @@ def discard_prewarmed() -> None:
         proc.communicate("")
 
 
-def redact_uri(uri: str) -> str:
-    """Drop credentials from a URI (``scheme://user:pass@host`` -> ``scheme://***@host``)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(uri)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return uri
-
-
-def client(uri: str) -> Any:
-    """A cached ``MlflowClient`` for ``uri`` (the store opens once per process).
-
-    Opening a fresh SQLite store creates its schema, and several processes doing that at
-    once (parallel sweep jobs, two sweeps) corrupt each other's migrations (``duplicate
-    column``, ``_alembic_tmp_experiments already exists``). So the first open of a SQLite
-    store happens under an exclusive file lock beside the database.
-    """
-    if uri not in _CLIENTS:
-        from mlflow.tracking import MlflowClient
-
-        with _store_lock(uri):
-            c = MlflowClient(tracking_uri=uri)
-            c.search_experiments(max_results=1)  # forces the schema check or creation
-        _CLIENTS[uri] = c
-    return _CLIENTS[uri]
-
-
-@contextlib.contextmanager
-def _store_lock(uri: str) -> Iterator[None]:
-    """An exclusive lock for opening a local SQLite store (no-op for other stores)."""
-    prefix = "sqlite:///"
-    if not uri.startswith(prefix) or uri == f"{prefix}:memory:":
-        yield
-        return
-    import fcntl
-    from pathlib import Path
-
-    db = Path(uri[len(prefix):]).expanduser()
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{db}.harness-lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def ensure_experiment(uri: str, name: str) -> str:
-    """Return the id of experiment ``name``, creating it if needed (race-safe)."""
-    from mlflow.exceptions import MlflowException
-
-    c = client(uri)
-    exp = c.get_experiment_by_name(name)
-    if exp is not None:
-        return str(exp.experiment_id)
-    try:
-        return str(c.create_experiment(name))
-    except MlflowException:
-        exp = c.get_experiment_by_name(name)  # another process created it meanwhile
-        if exp is None:
-            raise
-        return str(exp.experiment_id)
-
-
-def open_run(uri: str, experiment: str, run_name: str, tags: dict[str, str]) -> tuple[str, str]:
-    """Create a RUNNING run; return ``(run_id, experiment_id)``."""
-    experiment_id = ensure_experiment(uri, experiment)
-    run = client(uri).create_run(experiment_id, run_name=run_name, tags=tags)
-    return run.info.run_id, experiment_id
-
-
-def close_run(uri: str, run_id: str, record: RunRecord) -> None:
-    """Log params, metrics, tags and artifacts of ``record``, then end the run."""
-    import time
-
-    from mlflow.entities import Metric, Param, RunTag
-    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
-
-    c = client(uri)
-    now = int(time.time() * 1000)
-    params = [Param(k, v) for k, v in record.params.items() if len(v) <= MAX_PARAM_VAL_LENGTH]
-    tags = [RunTag(k, v) for k, v in record.tags.items()]
-    metrics = [Metric(k, float(v), now, 0) for k, v in record.metrics.items()]
-    step = MAX_PARAMS_TAGS_PER_BATCH
-    for i in range(0, max(len(params), len(tags), 1), step):
-        c.log_batch(run_id, params=params[i : i + step], tags=tags[i : i + step])
-    for i in range(0, len(metrics), 1000):
-        c.log_batch(run_id, metrics=metrics[i : i + 1000])
-    for path in record.artifacts:
-        c.log_artifact(run_id, path)
-    c.set_terminated(run_id, record.status)
-
-
 class MlflowTracker:
     """Log each run to MLflow (``tracking=mlflow``, the default).
 
@@ -162,6 +65,14 @@ class MlflowTracker:
         self.background = background
         self._proc: subprocess.Popen[str] | None = None
         self._pending: tuple[str, dict[str, str]] | None = None
+        self._parent: str | None = None
+
+    keeps_artifacts = True
+
+    @staticmethod
+    def prewarm() -> None:
+        """Start the background logger's MLflow imports now (see ``prewarm``)."""
+        prewarm()
 
     def describe(self) -> dict[str, Any]:
         """Non-secret settings."""
@@ -184,7 +95,7 @@ class MlflowTracker:
         In a sweep the run becomes a child of the sweep's parent run.
         """
         if multirun:
-            from harness.tracking.callbacks import parent_run_id
+            from harness.tracking.sweep import parent_run_id
 
             parent = parent_run_id(sweep_dir)
             if parent:
@@ -237,3 +148,17 @@ class MlflowTracker:
         if self._proc is not None:
             proc, self._proc = self._proc, None
             proc.communicate(json.dumps({"abort": status}) + "\n")
+
+    def begin_sweep(self, sweep_dir: str, tags: dict[str, str]) -> None:
+        """Create the experiment and the sweep's parent run, before the jobs start."""
+        from harness.tracking.sweep import open_parent
+
+        self._parent = open_parent(self.tracking_uri, self.experiment, sweep_dir, tags)
+
+    def end_sweep(self, objective: str) -> None:
+        """Note the best child by ``objective`` on the parent run and end it."""
+        from harness.tracking.sweep import close_parent
+
+        parent, self._parent = self._parent, None
+        if parent is not None:
+            close_parent(self.tracking_uri, parent, objective)

@@ -3,7 +3,8 @@
 Reads one JSON line (store, experiment, run name, tags), imports MLflow and opens the run
 while the parent evaluates; then reads a second line (the ``RunRecord``), logs it and
 prints ``{"run_id", "experiment_id"}``. End of input without a record marks the run
-KILLED; ``{"abort": STATUS}`` ends it with STATUS (``DELETE`` removes a run that never got past bad input).
+KILLED; ``{"abort": STATUS}`` ends it with STATUS (``DELETE`` removes a run that never got
+past bad input).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import os
 import signal
 import sys
 
-from harness.tracking.base import RunRecord
-from harness.tracking.mlflow import client, close_run, open_run
+from harness.tracking.store import client, close_run, open_run
+from harness.types import RunRecord
 
 
 def _preload() -> None:

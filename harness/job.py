@@ -1,0 +1,101 @@
+"""What one job is made of: its settings, its built parts, and where its outputs go.
+
+The runner builds these from the composed config (``harness.build``); below it, nothing
+sees a ``DictConfig``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.protocols import Dataset, Metric, Retriever, Task, Tracker
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The ``run`` block of the config.
+
+    Args:
+        seed: Random seed for anything sampled (recorded for replay).
+        limit: Score only the first N samples (smoke runs); null for all.
+        batch_size: Samples scored per batch (memory stays flat on any file size).
+        max_unscored_frac: Fail the run (exit code 3, outputs still written) when more
+            than this fraction of samples is unscored; null for no limit.
+        progress: Show a progress bar on stderr for work longer than a second.
+        quiet: Print nothing but errors (for CI logs).
+        objective: The logged metric a job returns to a sweeper (Optuna maximises it) and
+            a sweep's parent run ranks children by: ``mean``, or e.g. ``ndcg_at_10``.
+        retrieval_ks: Cut-offs of the retrieval metrics logged beside context precision
+            (``recall_at_<k>``, ``ndcg_at_<k>``, plus ``mrr``) for samples with reference ids;
+            ``[]`` turns them off.
+        retrieval_min_grade: The lowest reference grade counted as relevant by them
+            (``null``: the dataset's ``min_grade``, else 1).
+    """
+
+    seed: int = 0
+    limit: int | None = None
+    batch_size: int = 1024
+    max_unscored_frac: float | None = None
+    progress: bool = True
+    quiet: bool = False
+    objective: str = "mean"
+    retrieval_ks: list[int] = dataclasses.field(default_factory=lambda: [10])
+    retrieval_min_grade: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 0:
+            raise ConfigError(f"run.limit: expected a number >= 0 or null, got {self.limit}")
+        if self.batch_size < 1:
+            raise ConfigError(f"run.batch_size: expected a number >= 1, got {self.batch_size}")
+        frac = self.max_unscored_frac
+        if frac is not None and not 0.0 <= frac <= 1.0:
+            raise ConfigError(f"run.max_unscored_frac: expected a number in [0, 1], got {frac}")
+
+
+@dataclass
+class Parts:
+    """The built components of one job."""
+
+    task: Task
+    dataset: Dataset
+    retriever: Retriever
+    metric: Metric
+    tracker: Tracker
+    settings: RunSettings
+
+    def close(self) -> None:
+        """Release what the parts hold (the judge's client and loop)."""
+        self.metric.close()
+
+
+@dataclass(frozen=True)
+class Job:
+    """Where a job's outputs go and what it is called, with its resolved config.
+
+    Attributes:
+        config: The resolved config (no ``hydra`` node), plain containers.
+        out_dir: Where ``samples.jsonl``, ``summary.json`` and the rest are written.
+        choices: The option chosen in each config group that matters (``metric: id_based``).
+        run_name: The tracker's run name.
+        sweep_dir: The sweep's folder when the job is part of a ``-m`` sweep.
+        job_num: The job's number in that sweep.
+        build: Builds a config group that the task needs beyond the parts (``judge``).
+    """
+
+    config: dict[str, Any]
+    out_dir: Path
+    choices: dict[str, str]
+    run_name: str = "default"
+    sweep_dir: str | None = None
+    job_num: int | None = None
+    build: Callable[[str], Any] | None = None
+
+    @property
+    def multirun(self) -> bool:
+        """Whether the job is part of a sweep."""
+        return self.sweep_dir is not None

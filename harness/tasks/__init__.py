@@ -1,0 +1,1 @@
+"""Tasks: what a job does with its parts (the ``task`` config group)."""

@@ -1,0 +1,185 @@
+"""``task=evaluate`` (the default): score context precision, write the rows, log the run."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.errors import ConfigError, DatasetError, RunFailed
+from harness.evaluation import Tally, evaluate
+from harness.job import Job, Parts, RunSettings
+from harness.record import base_tags, finish, flatten, tracked
+from harness.report import describe_run, render_summary
+from harness.types import RagSample
+
+#: Config subtrees that decide the scores; logged as MLflow params.
+PARAM_GROUPS = ("dataset", "retriever", "metric", "run")
+
+
+class Evaluate:
+    """Score every sample with the run's metric (and retrieval metrics beside it)."""
+
+    unused_groups = ("task",)
+
+    def __init__(self, name: str = "evaluate") -> None:
+        self.name = name
+
+    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], float]:
+        """Evaluate, write the outputs into ``job.out_dir``, log the run.
+
+        Returns:
+            The summary and the value of ``run.objective`` (NaN when it has none).
+        """
+        metric_name = job.choices.get("metric", parts.metric.name)
+        batches, total = plan(parts)
+        described = parts.metric.describe()
+        tags = base_tags(job)
+        if "prompt" in described:
+            tags["prompt.sha256"] = described["prompt"]["sha256"]
+            tags["prompt.version"] = described["prompt"]["version"]
+
+        samples_path = job.out_dir / "samples.jsonl"
+        bar, progress = _progress(parts.settings, total)
+        try:
+            with (
+                tracked(parts, job, tags, lambda: samples_path.unlink(missing_ok=True)),
+                open(samples_path, "w", encoding="utf-8") as sink,
+            ):
+                tally = score(parts, batches, sink, progress)
+        finally:
+            if bar is not None:
+                bar.close()
+        if tally.n_samples == 0:
+            parts.tracker.abort("DELETE")
+            samples_path.unlink(missing_ok=True)
+            raise DatasetError(parts.dataset.source, "contains no records")
+
+        sha = parts.dataset.sha256()
+        used = {g: job.config[g] for g in (*PARAM_GROUPS, "judge") if g in job.config}
+        if "judge" not in described:
+            used.pop("judge", None)
+        stats = parts.metric.stats()
+        summary: dict[str, Any] = {
+            **tally.summary(),
+            "metric": metric_name,
+            "options": job.choices,
+            "config": used,
+            "dataset": {**parts.dataset.describe(), "sha256": sha},
+            "retriever": parts.retriever.describe(),
+            **described,
+            "tracking": parts.tracker.describe(),
+            "harness_version": __version__,
+            "output_dir": str(job.out_dir),
+        }
+        artifacts: list[Path] = []
+        if parts.tracker.keeps_artifacts:
+            # drawn while the MLflow helper is still importing: no added wall time
+            from harness.plots import write_plots
+
+            artifacts += write_plots(tally, metric_name, job.out_dir / "plots")
+        if "judge" in described:
+            summary["judge"] = {**described["judge"], **stats}
+        artifacts += parts.metric.write_artifacts(job.out_dir)
+
+        params: dict[str, str] = {}
+        for group, tree in used.items():
+            params.update(flatten(tree, f"{group}.", elsewhere=("judge", "prompt")))
+        if "prompt" in described:
+            params["prompt.version"] = described["prompt"]["version"]
+            params["prompt.mode"] = described["prompt"]["mode"]
+        metrics: dict[str, Any] = {
+            "mean": tally.mean,
+            "n_samples": tally.n_samples,
+            "n_scored": tally.n_scored,
+            "n_unscored": tally.n_unscored,
+            "duration_s": tally.duration_s,
+            "success_rate": summary.get("success_rate"),
+        }
+        metrics.update({f"judge/{k}": v for k, v in stats.items()})
+        metrics.update({k: v for k, v in summary.get("retrieval", {}).items() if k != "n_queries"})
+        tags = {**tags, "dataset.sha256": sha, "mlflow.note.content": describe_run(summary)}
+        tracked_run = finish(parts, job, summary, rows=samples_path, params=params,
+                             metrics=metrics, tags=tags, artifacts=artifacts)
+        if not parts.settings.quiet:
+            print(render_summary(summary, tracked_run))
+        frac = parts.settings.max_unscored_frac
+        if frac is not None and tally.n_unscored > frac * tally.n_samples:
+            raise RunFailed(
+                f"{tally.n_unscored} of {tally.n_samples} samples are unscored, more than "
+                f"run.max_unscored_frac={frac}; see {samples_path}"
+            )
+        value = metrics.get(parts.settings.objective)
+        return summary, float("nan") if value is None else float(value)
+
+
+def _progress(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], None] | None]:
+    if settings.quiet or not settings.progress:
+        return None, None
+    from tqdm import tqdm
+
+    if settings.limit is not None:
+        total = min(total, settings.limit)
+    bar = tqdm(
+        total=total, unit=" samples", delay=1.0, file=sys.stderr, desc="scoring",
+        dynamic_ncols=True, smoothing=0.1,
+    )
+    return bar, bar.update
+
+
+def prepare_retriever(parts: Parts) -> None:
+    """Give the retriever the dataset's corpus to index (corpus retrievers need one)."""
+    corpus = parts.dataset.corpus()
+    if parts.retriever.needs_corpus and corpus is None:
+        raise ConfigError(
+            f"retriever {type(parts.retriever).__name__} searches a corpus, but the dataset "
+            f"({parts.dataset.describe().get('format')}) has none; use a BEIR dataset "
+            "(dataset=beir dataset.path=DIR, or dataset=scifact) or retriever=precomputed"
+        )
+    parts.retriever.prepare(corpus)
+
+
+def _load_for_judging(parts: Parts) -> list[RagSample]:
+    """Read and validate every record, and check the endpoint, before the first judge call."""
+    samples = parts.retriever.retrieve_batch(list(parts.dataset.samples(parts.settings.limit)))
+    if not samples:
+        raise DatasetError(parts.dataset.source, "contains no records")
+    for field in sorted(parts.metric.requires):
+        if all(getattr(s, field) is None for s in samples):
+            raise ConfigError(
+                f"metric {parts.metric.name} needs the field '{field}', which no record of "
+                f"{parts.dataset.source} has; map your column with "
+                f"dataset.fields.{field}=COLUMN or choose another metric"
+            )
+    parts.metric.preflight()
+    return samples
+
+
+def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
+    """Prepare the retriever and the batches to score, with a count for progress.
+
+    Metrics that ``prevalidate`` (the judged ones) get the whole dataset read, validated
+    and retrieved first, and the endpoint checked, before any call; the others stream.
+    """
+    prepare_retriever(parts)
+    size = parts.settings.batch_size
+    if parts.metric.prevalidate:
+        samples = _load_for_judging(parts)
+        return (samples[i : i + size] for i in range(0, len(samples), size)), len(samples)
+    batches = map(parts.retriever.retrieve_batch, parts.dataset.batches(size, parts.settings.limit))
+    return batches, parts.dataset.estimate_count()
+
+
+def score(
+    parts: Parts,
+    batches: Iterable[list[RagSample]],
+    sink: Any,
+    progress: Callable[[int], None] | None = None,
+) -> Tally:
+    """Score ``batches`` with the run's metric and retrieval metrics; rows go to ``sink``."""
+    min_grade = parts.settings.retrieval_min_grade
+    if min_grade is None:
+        min_grade = parts.dataset.min_grade
+    return evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade)
