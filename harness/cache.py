@@ -33,7 +33,9 @@ def _when(ts: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the cache command; return the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m harness.cache", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.cache", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--path", default=None, help=f"cache file (default: {default_path()})")
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="size and entries by model, prompt and variant")
@@ -51,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(summary, indent=2))
                 return 0
-            print(f"{summary['path']}: {summary['entries']:,} entries, {summary['bytes'] / 1e6:.1f} MB")
+            size_mb = summary["bytes"] / 1e6
+            print(f"{summary['path']}: {summary['entries']:,} entries, {size_mb:.1f} MB")
             for g in summary["groups"]:
                 print(
                     f"  {g['entries']:>8,}  {g['model']:<24} prompt {g['prompt_sha256'][:12]}  "
@@ -61,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.older_than is None and args.prompt is None and args.model is None:
             parser.error("prune needs --older-than, --prompt or --model")
-        removed = cache.prune(older_than_s=args.older_than, prompt_sha=args.prompt, model=args.model)
+        removed = cache.prune(
+            older_than_s=args.older_than, prompt_sha=args.prompt, model=args.model
+        )
         print(f"removed {removed:,} entries from {cache.path}")
         return 0
     finally:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -215,7 +216,7 @@ def _unit(text: str) -> float:
 
 def _label_prob(label: Any) -> tuple[int, float]:
     """``(verdict, p)`` for a label: int 0/1 -> p 0.97/0.03; float p -> verdict p >= 0.5."""
-    if isinstance(label, bool) or isinstance(label, int):
+    if isinstance(label, (bool, int)):
         if int(label) not in (0, 1):
             raise ValueError(f"an int label must be 0 or 1, got {label!r}")
         return int(label), _P_INT[int(label)]
@@ -431,10 +432,8 @@ class _Gate:
                 self.active -= 1
                 self._wake()
             else:
-                try:
+                with contextlib.suppress(ValueError):
                     self._waiters.remove(fut)
-                except ValueError:
-                    pass
             raise
 
     def release(self) -> None:
@@ -652,8 +651,10 @@ class JudgeServer:
             else:
                 draws = [self._rng.random() for _ in _PROB_KNOBS]
                 outcome = "ok"
+                # flip's draw (the last) is drawn to keep the sequence, and applied per verdict
                 for name, draw, result in zip(
-                    _PROB_KNOBS, draws, ("hang", "429", "500", "malformed", "mismatch")
+                    _PROB_KNOBS, draws, ("hang", "429", "500", "malformed", "mismatch"),
+                    strict=False,
                 ):
                     if draw < getattr(k, name):
                         outcome = result

@@ -9,16 +9,18 @@ import sys
 import time
 
 import pytest
-
 from conftest import ROOT, run_cli, sample_labels
-from harness.judges.cache import VerdictCache, default_path
-from harness.metrics.ranking import average_precision
 from test_llm_metrics import BERLIN, PARIS, judge, listwise, pointwise, prompt, sample, score
 
+from harness.judges.cache import VerdictCache, default_path
 from harness.metrics.llm import LLMContextPrecision
+from harness.metrics.ranking import average_precision
 from harness.prompts.template import PromptTemplate
 
-ROWS = [json.loads(x) for x in (ROOT / "harness/data/sample_rag.jsonl").read_text("utf-8").splitlines()]
+ROWS = [
+    json.loads(x)
+    for x in (ROOT / "harness/data/sample_rag.jsonl").read_text("utf-8").splitlines()
+]
 
 
 def judge_args(server, *extra):
@@ -48,7 +50,8 @@ def test_rerun_makes_no_calls_and_identical_scores(tmp_path, judge_server):
     judge = second.summary()["judge"]
     assert judge["cache_hits"] == n_chunks and judge["requests"] == 0
     assert judge["saved_prompt_tokens"] == first.summary()["judge"]["prompt_tokens"]
-    assert [(r["score"], r["verdicts"]) for r in second.rows()] == [(r["score"], r["verdicts"]) for r in first_rows]
+    again = [(r["score"], r["verdicts"]) for r in second.rows()]
+    assert again == [(r["score"], r["verdicts"]) for r in first_rows]
 
 
 def test_top_k_sweep_pays_each_unique_chunk_once(tmp_path, judge_server):
@@ -62,9 +65,11 @@ def test_top_k_sweep_pays_each_unique_chunk_once(tmp_path, judge_server):
     unique = {(r["user_input"], c) for r in ROWS for c in r["retrieved_contexts"][:5]}
     assert judge_server.stats.requests == len(unique)
     for job, k in enumerate((1, 3, 5)):
-        rows = [json.loads(x) for x in (tmp_path / "sweep" / str(job) / "samples.jsonl").read_text().splitlines()]
+        text = (tmp_path / "sweep" / str(job) / "samples.jsonl").read_text()
+        rows = [json.loads(x) for x in text.splitlines()]
         for row, data in zip(rows, ROWS, strict=True):
-            verdicts = [int(i in data["reference_context_ids"]) for i in data["retrieved_context_ids"][:k]]
+            retrieved = data["retrieved_context_ids"][:k]
+            verdicts = [int(i in data["reference_context_ids"]) for i in retrieved]
             assert row["verdicts"] == verdicts
             assert row["score"] == average_precision(verdicts, 1e-10)
 
@@ -82,15 +87,19 @@ def test_key_covers_prompt_model_temperature_and_chunk_order(judge_server):
     assert requests_for(judge_server, pointwise(judge_server), s)[0] == 0  # identical: hits
 
     data = prompt("llm_with_reference").__dict__
-    edited = PromptTemplate(version=data["version"], mode="pointwise", system=data["system"] + " Be strict.",
+    edited = PromptTemplate(version=data["version"], mode="pointwise",
+                            system=data["system"] + " Be strict.",
                             user=data["user"], examples=data["examples"])
     metric = LLMContextPrecision("llm_with_reference", judge(judge_server), edited)
     assert requests_for(judge_server, metric, s)[0] == 2  # prompt text changed
 
-    other_model = LLMContextPrecision("llm_with_reference", judge(judge_server), prompt("llm_with_reference"))
+    other_model = LLMContextPrecision(
+        "llm_with_reference", judge(judge_server), prompt("llm_with_reference")
+    )
     other_model.judge.model = "another-model"
     assert requests_for(judge_server, other_model, s)[0] == 2
-    assert requests_for(judge_server, pointwise(judge_server, judge={"temperature": 0.7}), s)[0] == 2
+    warmer = pointwise(judge_server, judge={"temperature": 0.7})
+    assert requests_for(judge_server, warmer, s)[0] == 2
     assert requests_for(judge_server, pointwise(judge_server, against="response"), s)[0] == 2
 
     lw = listwise(judge_server, include_reason=False)
@@ -105,7 +114,8 @@ def test_key_covers_prompt_model_temperature_and_chunk_order(judge_server):
 def test_cache_off(judge_server):
     judge_server.labels.update({PARIS: 1})
     for _ in range(2):
-        assert requests_for(judge_server, pointwise(judge_server, judge={"cache": False}), [sample([PARIS])])[0] == 1
+        metric = pointwise(judge_server, judge={"cache": False})
+        assert requests_for(judge_server, metric, [sample([PARIS])])[0] == 1
 
 
 def test_several_draws_vote_and_report_agreement(judge_server):
@@ -135,9 +145,11 @@ from harness.judges.cache import VerdictCache
 cache = VerdictCache(sys.argv[1])
 w = sys.argv[2]
 for i in range(300):
-    cache.put(f"{w}-{i}", {"content": "x" * 200, "usage": {"prompt_tokens": 1}}, model="m", prompt_sha="p", variant="v")
+    cache.put(f"{w}-{i}", {"content": "x" * 200, "usage": {"prompt_tokens": 1}},
+              model="m", prompt_sha="p", variant="v")
     if i < 50:
-        cache.put(f"shared-{i}", {"content": w, "usage": {}}, model="m", prompt_sha="p", variant="v")
+        cache.put(f"shared-{i}", {"content": w, "usage": {}},
+                  model="m", prompt_sha="p", variant="v")
 cache.close()
 """
 
@@ -145,7 +157,9 @@ cache.close()
 def test_several_processes_write_at_once(tmp_path):
     path = tmp_path / "c.sqlite"
     VerdictCache(path).close()
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"w{i}"]) for i in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"w{i}"]) for i in range(4)
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -157,7 +171,9 @@ def test_kill_9_mid_run_then_resume_repeats_no_completed_call(tmp_path, judge_se
     judge_server.configure(latency_ms=40, concurrency=4)
     args = [sys.executable, "-m", "harness", *judge_args(judge_server, "judge.max_concurrency=4"),
             f"hydra.run.dir={tmp_path / 'killed'}", "run.progress=false"]
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 60
     while judge_server.stats.ok < 40 and time.monotonic() < deadline:
         time.sleep(0.01)

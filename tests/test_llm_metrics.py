@@ -1,17 +1,17 @@
 """LLM-judged variants through the test judge: real HTTP, the real openai SDK."""
 
 import pytest
+import yaml
+from conftest import CONF
+from test_ranking import TABLE
 
 from harness.errors import ConfigError, JudgeError
 from harness.judges.openai_chat import OpenAIJudge
-from harness.metrics.llm import ContextualPrecision, LLMContextPrecision
+from harness.metrics.listwise import ContextualPrecision
+from harness.metrics.llm import LLMContextPrecision
 from harness.metrics.ranking import average_precision
 from harness.prompts.template import PromptTemplate
 from harness.types import RagSample
-from test_ranking import TABLE
-from conftest import CONF
-
-import yaml
 
 PARIS = "The Eiffel Tower is located in Paris, the capital of France."
 BERLIN = "The Brandenburg Gate is a monument in Berlin."
@@ -32,7 +32,9 @@ def judge(server, **kw):
 
 def pointwise(server, against="reference", **kw):
     name = "llm_with_reference" if against == "reference" else "llm_without_reference"
-    return LLMContextPrecision(name, judge(server, **kw.pop("judge", {})), prompt(name), against=against, **kw)
+    return LLMContextPrecision(
+        name, judge(server, **kw.pop("judge", {})), prompt(name), against=against, **kw
+    )
 
 
 def listwise(server, **kw):
@@ -55,7 +57,8 @@ def score(metric, samples):
 
 def test_seed_examples_ragas(judge_server):
     judge_server.labels.update({PARIS: 1, BERLIN: 0})
-    forward, reverse = score(pointwise(judge_server), [sample([PARIS, BERLIN], "f"), sample([BERLIN, PARIS], "r")])
+    samples = [sample([PARIS, BERLIN], "f"), sample([BERLIN, PARIS], "r")]
+    forward, reverse = score(pointwise(judge_server), samples)
     assert repr(forward.score) == "0.9999999999" and forward.verdicts == [1, 0]
     assert repr(reverse.score) == "0.49999999995" and reverse.verdicts == [0, 1]
     assert len(forward.details["reasons"]) == 2
@@ -64,7 +67,8 @@ def test_seed_examples_ragas(judge_server):
 
 def test_seed_examples_deepeval(judge_server):
     judge_server.labels.update({PARIS: 1, BERLIN: 0})
-    forward, reverse = score(listwise(judge_server), [sample([PARIS, BERLIN], "f"), sample([BERLIN, PARIS], "r")])
+    samples = [sample([PARIS, BERLIN], "f"), sample([BERLIN, PARIS], "r")]
+    forward, reverse = score(listwise(judge_server), samples)
     assert repr(forward.score) == "1.0" and forward.details["success"] is True
     assert repr(reverse.score) == "0.5" and reverse.details["success"] is True
     assert forward.details["reason"] and "1.00" in forward.details["reason"]
@@ -125,7 +129,8 @@ def test_count_mismatch_is_retried_then_unscored(judge_server):
     [r] = score(listwise(judge_server, include_reason=False), [sample([BERLIN, PARIS])])
     assert r.score == 0.5
     judge_server.configure(script=["mismatch"] * 3)
-    metric = listwise(judge_server, include_reason=False, judge={"parse_retries": 2, "cache": False})
+    no_cache = {"parse_retries": 2, "cache": False}
+    metric = listwise(judge_server, include_reason=False, judge=no_cache)
     [r] = score(metric, [sample([BERLIN, PARIS])])
     assert r.score is None and "1 verdicts for 2 chunks" in r.error
     assert metric.judge.stats.parse_failures == 3 and metric.judge.stats.failures == 1
@@ -137,7 +142,8 @@ def test_malformed_output_is_retried_never_zero(judge_server):
     [r] = score(pointwise(judge_server), [sample([PARIS])])
     assert r.score == 0.9999999999
     judge_server.configure(script=["malformed"] * 3)
-    [r] = score(pointwise(judge_server, judge={"parse_retries": 2, "cache": False}), [sample([PARIS])])
+    no_cache = {"parse_retries": 2, "cache": False}
+    [r] = score(pointwise(judge_server, judge=no_cache), [sample([PARIS])])
     assert r.score is None and "unusable judge reply after 3 attempts" in r.error
 
 
@@ -170,10 +176,12 @@ def test_output_modes(judge_server, mode):
 
 def test_without_reference_judges_against_the_response(judge_server):
     judge_server.labels.update({PARIS: 1, BERLIN: 0})
-    s = RagSample(id="x", user_input=QUESTION, response="It is in Paris.", retrieved_contexts=(BERLIN, PARIS))
+    s = RagSample(id="x", user_input=QUESTION, response="It is in Paris.",
+                  retrieved_contexts=(BERLIN, PARIS))
     [r] = score(pointwise(judge_server, against="response"), [s])
     assert r.score == 0.49999999995
-    assert "<answer>\nIt is in Paris.\n</answer>" in judge_server.requests[-1]["body"]["messages"][-1]["content"]
+    last = judge_server.requests[-1]["body"]["messages"][-1]["content"]
+    assert "<answer>\nIt is in Paris.\n</answer>" in last
 
 
 def test_prompt_layout_puts_the_chunk_last_for_prefix_caching(judge_server):
@@ -196,7 +204,9 @@ def test_unscored_inputs_cost_no_call(judge_server):
     ]
     results = score(pointwise(judge_server), samples)
     assert [r.error for r in results] == [
-        "retrieved_contexts is empty: nothing to judge", "user_input is empty", "missing field reference",
+        "retrieved_contexts is empty: nothing to judge",
+        "user_input is empty",
+        "missing field reference",
     ]
     assert judge_server.stats.requests == 0
 
@@ -252,7 +262,7 @@ def test_missing_api_key_is_a_config_error(judge_server, monkeypatch):
 
 
 def test_wrong_api_key_is_caught_before_any_call(judge_server, monkeypatch):
-    judge_server.configure()  # noqa: the server below requires a key
+    judge_server.configure()  # unused here: the server below requires a key
     from judge_server import JudgeServer
 
     monkeypatch.setenv("HARNESS_TEST_KEY", "wrong")
@@ -270,7 +280,8 @@ def test_wrong_api_key_is_caught_before_any_call(judge_server, monkeypatch):
 
 def test_misspelt_template_variable_fails_at_start():
     with pytest.raises(ConfigError, match="unknown variable 'questoin' .*did you mean 'question'"):
-        PromptTemplate(version="v", mode="pointwise", system="s", user="{{ questoin }} {{ context }}")
+        PromptTemplate(version="v", mode="pointwise", system="s",
+                       user="{{ questoin }} {{ context }}")
 
 
 def test_template_syntax_in_a_chunk_is_just_text(judge_server):
@@ -283,7 +294,9 @@ def test_template_syntax_in_a_chunk_is_just_text(judge_server):
 
 def test_listwise_prompt_is_rejected_by_a_pointwise_metric(judge_server):
     with pytest.raises(ConfigError, match="choose a pointwise prompt"):
-        LLMContextPrecision("llm_with_reference", judge(judge_server), prompt("contextual_precision"))
+        LLMContextPrecision(
+            "llm_with_reference", judge(judge_server), prompt("contextual_precision")
+        )
 
 
 def test_endpoint_without_structured_output_falls_back(judge_server):

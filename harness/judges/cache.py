@@ -127,7 +127,8 @@ class VerdictCache:
         model: str | None = None,
     ) -> int:
         """Delete entries matching every given condition; return how many."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[float | str] = []
         if older_than_s is not None:
             where.append("created < ?")
             args.append(time.time() - older_than_s)

@@ -71,7 +71,9 @@ class PromptTemplate:
                 else (env.from_string(self.reason["system"]), env.from_string(self.reason["user"]))
             )
         except KeyError as e:
-            raise ConfigError(f"prompt.reason: missing key {e}; it needs 'system' and 'user'") from None
+            raise ConfigError(
+                f"prompt.reason: missing key {e}; it needs 'system' and 'user'"
+            ) from None
         except Exception as e:  # jinja2.TemplateSyntaxError
             raise ConfigError(f"prompt {version}: template syntax error: {e}") from None
         self._check()
@@ -111,7 +113,7 @@ class PromptTemplate:
             for name in sorted(meta.find_undeclared_variables(env.parse(text)) - allowed):
                 raise ConfigError(
                     f"prompt {self.version} ({where}): unknown variable '{name}'"
-                    f"{closest(name, allowed)}; {self.mode} templates can use "
+                    f"{closest(name, sorted(allowed))}; {self.mode} templates can use "
                     f"{', '.join(sorted(allowed)) or 'no variables'}"
                 )
         for i, example in enumerate(self.examples):
@@ -138,7 +140,8 @@ class PromptTemplate:
     def _prefix(self) -> list[dict[str, str]]:
         messages = [{"role": "system", "content": self._system.render().strip()}]
         for example in self.examples:
-            messages.append({"role": "user", "content": self._user.render(**example["inputs"]).strip()})
+            user = self._user.render(**example["inputs"]).strip()
+            messages.append({"role": "user", "content": user})
             messages.append(
                 {"role": "assistant", "content": json.dumps(example["output"], ensure_ascii=False)}
             )
@@ -160,7 +163,9 @@ class PromptTemplate:
 
     def describe(self) -> dict[str, Any]:
         """What identifies the prompt in outputs."""
-        return {"version": self.version, "mode": self.mode, "sha256": self.sha256, "path": self.path}
+        return {
+            "version": self.version, "mode": self.mode, "sha256": self.sha256, "path": self.path
+        }
 
     def to_yaml(self) -> str:
         """The prompt as YAML (logged as an artifact)."""
@@ -175,7 +180,7 @@ class PromptTemplate:
         }
         if self.reason is not None:
             data["reason"] = self.reason
-        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+        return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
 
 
 def _environment() -> Any:

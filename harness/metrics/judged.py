@@ -1,0 +1,160 @@
+"""What the LLM-judged variants share: a judge, a prompt, a private event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.aio import LoopThread
+from harness.errors import ConfigError
+from harness.judges import parse
+from harness.metrics.base import BaseMetric, missing_fields
+from harness.prompts.template import PromptTemplate
+from harness.protocols import Judge, Kind, OnDone
+from harness.types import Completion, RagSample, SampleResult
+
+T = TypeVar("T")
+
+
+class JudgedMetric(BaseMetric):
+    """A context-precision variant whose verdicts come from a ``Judge``.
+
+    Subclasses set ``requires`` and implement ``_score_one``; samples of a batch are
+    scored concurrently (at most ``judge.max_concurrency`` calls in flight for the
+    OpenAI judge) and reported through ``on_done`` as each one finishes.
+    """
+
+    #: The runner validates the whole dataset and checks the endpoint before any call.
+    prevalidate = True
+
+    def __init__(
+        self, name: str, judge: Judge, prompt: PromptTemplate, mode: str, eps: float, soft: bool
+    ) -> None:
+        if judge is None or not isinstance(prompt, PromptTemplate):
+            raise ConfigError(f"metric {name}: needs a judge and a prompt")
+        if prompt.mode != mode:
+            raise ConfigError(
+                f"metric {name} judges {mode}, but prompt {prompt.version} is {prompt.mode}; "
+                f"choose a {mode} prompt"
+            )
+        if eps < 0:
+            raise ConfigError(f"metric.eps: expected a number >= 0, got {eps!r}")
+        self.name, self.judge, self.prompt, self.eps, self.soft = name, judge, prompt, eps, soft
+        self._loop = LoopThread()
+        self._agreement: list[float] = []
+
+    async def _ask(
+        self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T],
+        draw: int = 0,
+    ) -> T:
+        return await self.judge.ask(
+            messages, kind, read, logprobs=self.soft and kind != "reason", draw=draw,
+            prompt_sha=self.prompt.sha256, variant=self.name,
+        )
+
+    async def _draws(
+        self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T]
+    ) -> list[T]:
+        """``judge.samples`` independent answers (one unless the judge samples)."""
+        if self.judge.samples == 1:
+            return [await self._ask(messages, kind, read)]
+        return list(await asyncio.gather(
+            *(self._ask(messages, kind, read, draw) for draw in range(self.judge.samples))
+        ))
+
+    def _vote(
+        self, hard: list[list[int]], soft: list[list[float]] | None
+    ) -> tuple[list[int], list[float] | None, list[float] | None]:
+        """Combine draws (outer list) of per-chunk verdicts: ``(verdicts, relevance,
+        agreement)``. Majority: relevant iff at least half the draws say so; ``mean``
+        (or soft verdicts) also gives the graded relevance used for the score."""
+        n = len(hard)
+        per_chunk = list(zip(*hard, strict=True))
+        verdicts = [1 if 2 * sum(c) >= n else 0 for c in per_chunk]
+        relevance: list[float] | None = None
+        if soft is not None:
+            relevance = [sum(c) / n for c in zip(*soft, strict=True)]
+        elif n > 1 and self.judge.vote == "mean":
+            relevance = [sum(c) / n for c in per_chunk]
+        agreement = None
+        if n > 1:
+            agreement = [max(sum(c), n - sum(c)) / n for c in per_chunk]
+            self._agreement.extend(agreement)
+        return verdicts, relevance, agreement
+
+    def preflight(self) -> None:
+        """Check the endpoint before the first judge call."""
+        self._loop.run(self.judge.preflight())
+
+    def score_batch(
+        self, samples: Sequence[RagSample], on_done: OnDone | None = None
+    ) -> list[SampleResult]:
+        """Score samples concurrently, calling ``on_done(index, result)`` as each finishes."""
+        return self._loop.run(self._score_all(samples, on_done))
+
+    async def _score_all(
+        self, samples: Sequence[RagSample], on_done: OnDone | None
+    ) -> list[SampleResult]:
+        async def one(index: int, sample: RagSample) -> SampleResult:
+            result = await self._score_one(sample)
+            if on_done is not None:
+                on_done(index, result)
+            return result
+
+        tasks = [asyncio.ensure_future(one(i, s)) for i, s in enumerate(samples)]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:  # e.g. the endpoint went down: stop the other calls too
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _score_one(self, sample: RagSample) -> SampleResult:
+        raise NotImplementedError
+
+    def _precheck(self, sample: RagSample, answer_field: str) -> str | None:
+        why = missing_fields(sample, self.requires)
+        if why:
+            return why
+        for field in ("user_input", answer_field):
+            if not str(getattr(sample, field)).strip():
+                return f"{field} is empty"
+        if not sample.retrieved_contexts:
+            return "retrieved_contexts is empty: nothing to judge"
+        return None
+
+    def _soft_or_hard(self, completion: Completion, hard: list[int]) -> list[float] | None:
+        if not self.soft:
+            return None
+        probs = parse.soft_verdicts(completion.content, completion.logprobs)
+        if probs is None or len(probs) != len(hard):
+            self.judge.stats.soft_fallbacks += 1
+            return [float(v) for v in hard]
+        return probs
+
+    def stats(self) -> dict[str, float]:
+        """The judge counters of this run (and the draws' agreement when it samples)."""
+        data = self.judge.stats.as_dict()
+        if self._agreement:
+            data["agreement"] = sum(self._agreement) / len(self._agreement)
+        return data
+
+    def describe(self) -> dict[str, Any]:
+        """The judge and prompt, for outputs."""
+        return {"judge": self.judge.describe(), "prompt": self.prompt.describe()}
+
+    def write_artifacts(self, out_dir: Path) -> list[Path]:
+        """The prompt as ``prompt.yaml``."""
+        path = Path(out_dir) / "prompt.yaml"
+        path.write_text(self.prompt.to_yaml(), "utf-8")
+        return [path]
+
+    def close(self) -> None:
+        """Close the judge's clients and the loop."""
+        try:
+            self._loop.run(self.judge.aclose())
+        finally:
+            self._loop.close()
