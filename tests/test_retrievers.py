@@ -1,4 +1,5 @@
-"""Corpus retrievers: chunking, BM25, the index cache, hybrid fusion, dense (with its extra)."""
+"""Retrievers: chunking, BM25, the index cache, hybrid fusion and its composition, the rerank
+stage, dense (with its extra, ``heavy``) and users' own ``SearchRetriever``."""
 
 import dataclasses
 import importlib.util
@@ -9,17 +10,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, SHARED
+from helpers.paths import CONF, ROOT, SHARED
 
 from harness.datasets.beir import BeirDataset
 from harness.errors import ConfigError
 from harness.metrics.retrieval import mean_metrics
 from harness.retrievers import index_cache
-from harness.retrievers.base import Chunk, Document, build_retriever, top_k
+from harness.retrievers.base import CorpusRetriever
 from harness.retrievers.bm25 import BM25
 from harness.retrievers.chunking import check_chunking, chunk_documents, doc_id_of, split_text
 from harness.retrievers.hybrid import Hybrid, fuse
-from harness.types import RagSample
+from harness.retrievers.precomputed import Precomputed
+from harness.retrievers.search import SearchRetriever
+from harness.retrievers.topk import top_k
+from harness.types import Chunk, Corpus, Document, Hit, RagSample
 
 TINY = Path(__file__).resolve().parent / "data" / "beir_tiny"
 DATA = SHARED / "data"
@@ -33,7 +37,7 @@ needs_dense = pytest.mark.skipif(not HAS_DENSE, reason="the dense extra is not i
 @pytest.fixture(scope="module")
 def tiny():
     ds = BeirDataset(TINY)
-    return ds, ds.corpus(), ds.corpus_key(), list(ds.samples())
+    return ds, ds.corpus(), list(ds.samples())
 
 
 def ids_of(samples):
@@ -89,9 +93,9 @@ def test_top_k_is_deterministic_on_ties():
 
 
 def test_bm25_returns_document_ids_in_rank_order(tiny):
-    _, corpus, key, samples = tiny
+    _, corpus, samples = tiny
     bm25 = BM25(top_k=2)
-    bm25.prepare(corpus, key)
+    bm25.prepare(corpus)
     out = ids_of(bm25.retrieve_batch(samples))
     assert out["q3"] == ("d4",)  # only chunks sharing a term with the query are returned
     assert out["q4"][0] == "<dbpedia:Eiffel_Tower>"
@@ -102,10 +106,10 @@ def test_bm25_returns_document_ids_in_rank_order(tiny):
 
 
 def test_bm25_with_chunking_repeats_document_ids(tiny):
-    _, corpus, key, samples = tiny
+    _, corpus, samples = tiny
     bm25 = BM25(top_k=6, chunk_size=6, chunk_overlap=2)
-    bm25.prepare(corpus, key)
-    contents = {d.id: d.content for d in corpus}
+    bm25.prepare(corpus)
+    contents = {d.id: d.content for d in corpus.documents}
     for s in bm25.retrieve_batch(samples):
         for doc, text in zip(s.retrieved_context_ids, s.retrieved_contexts, strict=True):
             assert doc in contents and text in contents[doc]
@@ -115,9 +119,9 @@ def test_bm25_with_chunking_repeats_document_ids(tiny):
 
 
 def test_bm25_no_match_or_no_question_gives_an_empty_retrieval(tiny):
-    _, corpus, key, _ = tiny
+    _, corpus, _ = tiny
     bm25 = BM25()
-    bm25.prepare(corpus, key)
+    bm25.prepare(corpus)
     samples = [
         RagSample(id="a", user_input="the of and"),
         RagSample(id="b", user_input="zzzz"),
@@ -143,10 +147,10 @@ def test_bm25_needs_prepare_and_checks_settings():
 
 def test_bm25_stemming(tiny):
     pytest.importorskip("Stemmer")
-    _, corpus, key, _ = tiny
+    _, corpus, _ = tiny
     plain, stemmed = BM25(), BM25(stemmer="english")
     for r in (plain, stemmed):
-        r.prepare(corpus, key)
+        r.prepare(corpus)
     query = [RagSample(id="v", user_input="volcano")]
     assert plain.retrieve_batch(query)[0].retrieved_context_ids == ("d4",)
     # stemmed, "volcanoes" (d5) matches "volcano" too
@@ -159,19 +163,19 @@ def test_bm25_stemming(tiny):
 
 
 def test_index_cache_hit_on_second_prepare(tiny, _private_cache):
-    _, corpus, key, samples = tiny
+    _, corpus, samples = tiny
     before = dict(index_cache.STATS)
     first = BM25(top_k=3)
-    first.prepare(corpus, key)
+    first.prepare(corpus)
     assert first.index_info["source"] == "built"
     path = Path(first.index_info["path"])
     assert path.parent == _private_cache / "harness" / "indexes"
     meta = json.loads((path / "meta.json").read_text())
-    assert meta["kind"] == "bm25" and meta["n_items"] == len(corpus)
+    assert meta["kind"] == "bm25" and meta["n_items"] == len(corpus.documents)
     mtime = (path / "meta.json").stat().st_mtime_ns
 
     second = BM25(top_k=5)  # top_k does not shape the index
-    second.prepare(corpus, key)
+    second.prepare(corpus)
     assert second.index_info["source"] == "cache" and second.index_info["path"] == str(path)
     assert index_cache.STATS["built"] == before.get("built", 0) + 1
     assert index_cache.STATS["loaded"] == before.get("loaded", 0) + 1
@@ -182,20 +186,20 @@ def test_index_cache_hit_on_second_prepare(tiny, _private_cache):
     )
 
     for changed in (BM25(k1=1.2), BM25(b=0.5), BM25(chunk_size=5)):
-        changed.prepare(corpus, key)
+        changed.prepare(corpus)
         assert changed.index_info["source"] == "built"
         assert changed.index_info["key"] != first.index_info["key"]
     other_corpus = BM25()
-    other_corpus.prepare(corpus, key + "-other")
+    other_corpus.prepare(Corpus(corpus.documents, corpus.key + "-other"))
     assert other_corpus.index_info["source"] == "built"
     # only finished indexes are left: no temporary folders
     assert all(len(p.name) == 64 for p in path.parent.iterdir())
 
 
 def test_index_cache_off_writes_nothing(tiny, _private_cache):
-    _, corpus, key, _ = tiny
+    _, corpus, _ = tiny
     bm25 = BM25(cache=False)
-    bm25.prepare(corpus, key)
+    bm25.prepare(corpus)
     assert bm25.index_info["source"] == "built" and bm25.index_info["path"] is None
     assert not (_private_cache / "harness" / "indexes").exists()
 
@@ -231,20 +235,40 @@ def test_index_cache_race_and_broken_entries(_private_cache):
     assert json.loads((final / "meta.json").read_text())["n_items"] == 2
 
 
+# -- the Retriever protocol ----------------------------------------------------------------
+
+
+def test_needs_corpus_is_declared_and_prepare_checks_it(tiny):
+    _, corpus, samples = tiny
+    assert BM25.needs_corpus is True and Hybrid.needs_corpus is True
+    assert Precomputed.needs_corpus is False and SearchRetriever.needs_corpus is False
+    for retriever in (BM25(), Hybrid([BM25(), BM25(k1=0.9)])):
+        with pytest.raises(ConfigError, match=r"^retriever \((bm25|hybrid)\): searches a corpus"):
+            retriever.prepare(None)
+    precomputed = Precomputed(top_k=1)
+    precomputed.prepare(None)
+    precomputed.prepare(corpus)  # a dataset with a corpus: nothing to do either
+    [s] = precomputed.retrieve_batch(
+        [RagSample(id="a", retrieved_contexts=("x", "y"), retrieved_context_ids=("1", "2"))]
+    )
+    assert (s.retrieved_contexts, s.retrieved_context_ids) == (("x",), ("1",))
+
+
 # -- hybrid --------------------------------------------------------------------------------
 
 
-class Fixed:
-    """A retriever that returns fixed rankings (chunk ids), for fusion tests."""
+class Fixed(CorpusRetriever):
+    """A corpus retriever that returns fixed rankings (chunk ids), for fusion tests."""
 
-    chunk_size, chunk_overlap = None, 0
+    kind = "fixed"
 
     def __init__(self, ranking):
+        super().__init__(top_k=10, chunk_size=None, chunk_overlap=0)
         self.ranking = [Chunk(c, c.split("#")[0], f"text of {c}") for c in ranking]
         self.prepared = None
 
-    def prepare(self, corpus, corpus_key):
-        self.prepared = corpus_key
+    def index_corpus(self, corpus):
+        self.prepared = corpus.key
 
     def ranked(self, queries, k):
         return [self.ranking[:k] for _ in queries]
@@ -256,18 +280,26 @@ class Fixed:
 def test_rrf_order_on_a_constructed_example():
     a = Fixed(["a#0", "b#0", "c#0"])
     b = Fixed(["c#0", "a#0", "d#0"])
-    hybrid = Hybrid([a, b], top_k=3, rrf_k=60)
-    hybrid.prepare([], "key")
+    hybrid = Hybrid({"a": a, "b": b}, top_k=3, rrf_k=60)
+    hybrid.prepare(Corpus([], "key"))
     assert a.prepared == b.prepared == "key"
     # a: 1/61 + 1/62 = 0.03252, c: 1/63 + 1/61 = 0.03227, b: 1/62 = 0.01613, d: 1/63
     [s] = hybrid.retrieve_batch([RagSample(id="q", user_input="anything")])
     assert s.retrieved_context_ids == ("a", "c", "b")
     assert s.retrieved_contexts == ("text of a#0", "text of c#0", "text of b#0")
     # weights: the second list counts three times as much, so c (its first) wins
-    [s] = Hybrid([a, b], top_k=4, weights=[1, 3]).retrieve_batch(
+    [s] = Hybrid({"a": a, "b": b}, top_k=4, weights=[1, 3]).retrieve_batch(
         [RagSample(id="q", user_input="x")]
     )
     assert s.retrieved_context_ids == ("c", "a", "d", "b")
+    # the mapping's order is the fusion order (and the weights' order)
+    [s] = Hybrid({"b": b, "a": a}, top_k=4, weights=[3, 1]).retrieve_batch(
+        [RagSample(id="q", user_input="x")]
+    )
+    assert s.retrieved_context_ids == ("c", "a", "d", "b")
+    # a list works as well
+    [s] = Hybrid([a, b], top_k=3).retrieve_batch([RagSample(id="q", user_input="x")])
+    assert s.retrieved_context_ids == ("a", "c", "b")
 
 
 def test_rrf_ties_and_document_level():
@@ -288,11 +320,9 @@ def test_rrf_ties_and_document_level():
 
 
 def test_hybrid_of_two_bm25_variants(tiny):
-    _, corpus, key, samples = tiny
-    hybrid = Hybrid(
-        ["bm25", {"_target_": "harness.retrievers.bm25.BM25", "k1": 0.9, "b": 0.4}], top_k=3
-    )
-    hybrid.prepare(corpus, key)
+    _, corpus, samples = tiny
+    hybrid = Hybrid({"plain": BM25(), "tuned": BM25(k1=0.9, b=0.4)}, top_k=3)
+    hybrid.prepare(corpus)
     out = ids_of(hybrid.retrieve_batch(samples))
     assert out["q3"][0] == "d4" and out["q4"][0] == "<dbpedia:Eiffel_Tower>"
     assert [r["k1"] for r in hybrid.describe()["retrievers"]] == [1.5, 0.9]
@@ -300,58 +330,201 @@ def test_hybrid_of_two_bm25_variants(tiny):
 
 def test_hybrid_settings_are_checked():
     with pytest.raises(ConfigError, match="level=chunk needs every retriever to chunk alike"):
-        Hybrid(["bm25", {"_target_": "harness.retrievers.bm25.BM25", "chunk_size": 50}])
-    Hybrid(
-        ["bm25", {"_target_": "harness.retrievers.bm25.BM25", "chunk_size": 50}], level="document"
-    )
-    with pytest.raises(ConfigError, match=r"retriever\.retrievers\[1\]\.k2: unknown setting"):
-        Hybrid(["bm25", {"_target_": "harness.retrievers.bm25.BM25", "k2": 1}])
-    with pytest.raises(ConfigError, match=r"retriever\.retrievers\[1\]\.b: expected"):
-        Hybrid(["bm25", {"_target_": "harness.retrievers.bm25.BM25", "b": 3}])
-    with pytest.raises(ConfigError, match="did you mean 'bm25'"):
-        Hybrid(["bm25", "bm52"])
-    with pytest.raises(ConfigError, match="under harness.retrievers"):
-        build_retriever({"_target_": "os.system"}, "retriever")
+        Hybrid({"a": BM25(), "b": BM25(chunk_size=50)})
+    Hybrid({"a": BM25(), "b": BM25(chunk_size=50)}, level="document")
     with pytest.raises(ConfigError, match="weights"):
         Hybrid([Fixed([]), Fixed([])], weights=[1])
-    with pytest.raises(ConfigError, match="cannot rerank"):
-        BM25(rerank="bm25")
+    with pytest.raises(ConfigError, match=r"^retriever\.retrievers: expected one or more"):
+        Hybrid({})
+    with pytest.raises(ConfigError, match=r"^retriever\.retrievers\.b: Precomputed does not"):
+        Hybrid({"a": BM25(), "b": Precomputed()})
+    with pytest.raises(ConfigError, match=r"^retriever\.retrievers\[1\]: expected a retriever"):
+        Hybrid([BM25(), "bm25"])
+    with pytest.raises(ConfigError, match=r"^retriever\.rerank: BM25 cannot rerank; use dense$"):
+        BM25(rerank=BM25())
+    with pytest.raises(ConfigError, match=r"^retriever\.rerank: BM25 cannot rerank; use dense$"):
+        Hybrid([BM25()], rerank=BM25())
 
 
-def test_hybrid_config_composes(tiny):
-    from conftest import CONF
+def compose_retriever(*overrides):
+    """The composed ``retriever`` group for ``overrides``."""
     from hydra import compose, initialize_config_dir
 
-    from harness.runner import _instantiate
-
     with initialize_config_dir(config_dir=str(CONF)):
-        cfg = compose(
-            "config",
-            overrides=[
-                "retriever=hybrid",
-                "retriever.retrievers=[bm25,bm25]",
-                "retriever.top_k=2",
-                "tracking=none",
-            ],
-        )
-        hybrid = _instantiate(cfg, "retriever")
-        bm25 = _instantiate(
-            compose("config", overrides=["retriever=bm25", "retriever.k1=1.1"]), "retriever"
-        )
-    assert isinstance(hybrid, Hybrid) and [type(r) for r in hybrid.retrievers] == [BM25, BM25]
-    assert hybrid.top_k == 2 and isinstance(bm25, BM25) and bm25.k1 == 1.1
+        return compose("config", overrides=["tracking=none", *overrides])
+
+
+def build_retriever(*overrides):
+    """The retriever ``python -m harness OVERRIDES`` builds."""
+    from harness.build import instantiate
+
+    return instantiate(compose_retriever(*overrides), "retriever")
+
+
+def test_hybrid_config_composes_its_parts_by_name():
+    cfg = compose_retriever("retriever=hybrid")
+    parts = cfg.retriever.retrievers
+    assert list(parts) == ["bm25", "dense"]
+    assert parts.bm25._target_ == "harness.retrievers.bm25.BM25" and parts.bm25.k1 == 1.5
+    assert parts.dense._target_ == "harness.retrievers.dense.Dense"
+    assert "_recursive_" not in cfg.retriever and cfg.retriever.rerank is None
+    # the ways hybrid.yaml's comment documents
+    two_bm25 = ["retriever=hybrid", "retriever@retriever.retrievers.dense=bm25"]
+    hybrid = build_retriever(*two_bm25, "retriever.retrievers.bm25.k1=1.2", "retriever.top_k=2")
+    assert isinstance(hybrid, Hybrid) and list(hybrid.retrievers) == ["bm25", "dense"]
+    assert [type(r) for r in hybrid.retrievers.values()] == [BM25, BM25]
+    assert [r.k1 for r in hybrid.retrievers.values()] == [1.2, 1.5]
+    assert hybrid.top_k == 2 and hybrid.weights == [1.0, 1.0]
+    for drop in ("~retriever@retriever.retrievers.dense", "~retriever.retrievers.dense"):
+        hybrid = build_retriever("retriever=hybrid", drop)
+        assert list(hybrid.retrievers) == ["bm25"] and isinstance(hybrid.retrievers["bm25"], BM25)
+    hybrid = build_retriever(
+        "retriever=hybrid",
+        "~retriever@retriever.retrievers.dense",
+        "+retriever@retriever.retrievers.tuned=bm25",
+        "retriever.retrievers.tuned.b=0.4",
+        "retriever.weights=[1,2]",
+    )
+    assert list(hybrid.retrievers) == ["bm25", "tuned"] and hybrid.weights == [1.0, 2.0]
+    assert hybrid.retrievers["tuned"].b == 0.4
+    bm25 = build_retriever("retriever=bm25", "retriever.k1=1.1")
+    assert isinstance(bm25, BM25) and bm25.k1 == 1.1 and bm25.stage.reranker is None
+
+
+def test_hybrid_config_errors_name_the_part():
+    from hydra.errors import ConfigCompositionException
+
+    two_bm25 = ["retriever=hybrid", "retriever@retriever.retrievers.dense=bm25"]
+    with pytest.raises(ConfigError, match=r"^retriever\.retrievers\.bm25\.k2: unknown setting"):
+        build_retriever(*two_bm25, "+retriever.retrievers.bm25.k2=1")
+    with pytest.raises(ConfigError, match=r"^retriever\.weights: expected 2 numbers"):
+        build_retriever(*two_bm25, "retriever.weights=[1]")
+    with pytest.raises(ConfigError, match=r"^retriever\.rerank: BM25 cannot rerank; use dense"):
+        build_retriever("retriever=bm25", "+retriever@retriever.rerank=bm25")
+    with pytest.raises(ConfigCompositionException, match="bm52"):  # lists the options
+        compose_retriever("retriever=hybrid", "retriever@retriever.retrievers.dense=bm52")
+    # a part's target outside the harness is refused before anything is called
+    with pytest.raises(ConfigError, match=r"retriever"):
+        build_retriever(*two_bm25, "+retriever.retrievers.evil={_target_: os.getcwd}")
+
+
+def test_hybrid_config_error_in_a_part_names_its_path():
+    two_bm25 = ["retriever=hybrid", "retriever@retriever.retrievers.dense=bm25"]
+    with pytest.raises(ConfigError, match=r"^retriever\.retrievers\.dense\.b: expected"):
+        build_retriever(*two_bm25, "retriever.retrievers.dense.b=3")
+
+
+# -- users' own retrievers -----------------------------------------------------------------
+
+
+class Keyword(SearchRetriever):
+    """A user's retriever: documents sharing the most words with the question first."""
+
+    needs_corpus = True
+
+    def __init__(self, top_k=None):
+        super().__init__(top_k)
+        self.calls = []
+
+    def index(self, corpus):
+        self.documents = list(corpus.documents)
+
+    def search(self, queries):
+        self.calls.append(list(queries))
+        out = []
+        for query in queries:
+            words = set(query.lower().split())
+            shared = [(len(words & set(d.text.split())), d) for d in self.documents]
+            ranked = sorted((s for s in shared if s[0]), key=lambda s: -s[0])
+            out.append([Hit(d.id, d.text, float(n)) for n, d in ranked])
+        return out
+
+
+KEYWORD_CORPUS = Corpus(
+    [Document("d1", "", "red apple"), Document("d2", "", "green apple pie"),
+     Document("d3", "", "blue sky")],
+    "k",
+)
+KEYWORD_SAMPLES = [
+    RagSample(id="q1", user_input="Apple pie", reference_context_ids=("d2",)),
+    RagSample(id="q2", user_input="sky", retrieved_contexts=("old",), retrieved_context_ids=("o",)),
+    RagSample(id="q3"),
+    RagSample(id="q4", user_input="  "),
+    RagSample(id="q5", user_input="zebra"),
+]
+
+
+def test_search_retriever_end_to_end():
+    retriever = Keyword()
+    retriever.prepare(KEYWORD_CORPUS)
+    out = retriever.retrieve_batch(KEYWORD_SAMPLES)
+    assert retriever.calls == [["Apple pie", "sky", "zebra"]]  # one call, questions only
+    assert out == [
+        RagSample(
+            id="q1", user_input="Apple pie", reference_context_ids=("d2",),
+            retrieved_contexts=("green apple pie", "red apple"), retrieved_context_ids=("d2", "d1"),
+        ),
+        RagSample(
+            id="q2", user_input="sky", retrieved_contexts=("blue sky",),
+            retrieved_context_ids=("d3",),
+        ),
+        RagSample(id="q3", retrieved_contexts=(), retrieved_context_ids=()),
+        RagSample(id="q4", user_input="  ", retrieved_contexts=(), retrieved_context_ids=()),
+        RagSample(id="q5", user_input="zebra", retrieved_contexts=(), retrieved_context_ids=()),
+    ]
+    top1 = Keyword(top_k=1)
+    top1.prepare(KEYWORD_CORPUS)
+    [q1, q2] = top1.retrieve_batch(KEYWORD_SAMPLES[:2])
+    assert (q1.retrieved_contexts, q1.retrieved_context_ids) == (("green apple pie",), ("d2",))
+    assert (q2.retrieved_contexts, q2.retrieved_context_ids) == (("blue sky",), ("d3",))
+    assert top1.describe() == {"kind": f"{__name__}.Keyword", "top_k": 1}
+    assert Keyword().retrieve_batch([RagSample(id="q3")]) == [
+        RagSample(id="q3", retrieved_contexts=(), retrieved_context_ids=())
+    ]  # no question in the batch: search is not called
+
+
+def test_search_retriever_checks_corpus_settings_and_answers():
+    with pytest.raises(ConfigError, match=r"Keyword\): needs a corpus to index"):
+        Keyword().prepare(None)
+
+    class Remote(SearchRetriever):  # needs no corpus: index is not called without one
+        def search(self, queries):
+            return [[Hit("x", q)] for q in queries]
+
+    remote = Remote()
+    remote.prepare(None)
+    [s] = remote.retrieve_batch([RagSample(id="a", user_input="hi")])
+    assert (s.retrieved_contexts, s.retrieved_context_ids) == (("hi",), ("x",))
+    with pytest.raises(ConfigError, match=r"^retriever\.top_k: expected a number >= 1 or null"):
+        Remote(top_k=0)
+
+    class Wrong(SearchRetriever):
+        def __init__(self, answer):
+            super().__init__()
+            self.answer = answer
+
+        def search(self, queries):
+            return self.answer
+
+    asked = [RagSample(id="a", user_input="a"), RagSample(id="b", user_input="b")]
+    with pytest.raises(TypeError, match=r"one list of hits per query \(2\), got 1 lists"):
+        Wrong([[]]).retrieve_batch(asked)
+    with pytest.raises(TypeError, match=r"query 1: expected Hit\(id: str, text: str\)"):
+        Wrong([[], [("d1", "text")]]).retrieve_batch(asked)
+    with pytest.raises(TypeError, match=r"query 0: expected Hit"):
+        Wrong([[Hit(1, "text")], []]).retrieve_batch(asked)
 
 
 # -- dense ---------------------------------------------------------------------------------
 
 
 def test_dense_without_its_extra_is_a_one_line_config_error(monkeypatch):
-    import harness.retrievers.base as base
+    import harness.retrievers.extras as extras
     from harness.retrievers.dense import Dense
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        base.importlib.util,
+        extras.importlib.util,
         "find_spec",
         lambda name, *a: None if name == "torch" else real(name, *a),
     )
@@ -360,10 +533,11 @@ def test_dense_without_its_extra_is_a_one_line_config_error(monkeypatch):
         Dense()
 
 
+@pytest.mark.slow
 def test_importing_harness_parts_does_not_import_torch():
     code = (
         "import sys, harness.retrievers.dense, harness.retrievers.hybrid, harness.retrievers.bm25, "
-        "harness.datasets.beir, harness.metrics.retrieval; "
+        "harness.retrievers.search, harness.datasets.beir, harness.metrics.retrieval; "
         "print(sorted(m for m in ('torch', 'transformers', 'bm25s') if m in sys.modules))"
     )
     out = subprocess.run(
@@ -376,15 +550,16 @@ def test_importing_harness_parts_does_not_import_torch():
 def dense_index(tiny):
     from harness.retrievers.dense import Dense
 
-    _, corpus, key, _ = tiny
+    _, corpus, _ = tiny
     dense = Dense(top_k=3, cache=False)
-    dense.prepare(corpus, key)
+    dense.prepare(corpus)
     return dense
 
 
+@pytest.mark.heavy
 @needs_dense
 def test_dense_retrieves_by_meaning(tiny, dense_index):
-    _, _, _, samples = tiny
+    _, _, samples = tiny
     out = ids_of(dense_index.retrieve_batch(samples))
     assert out["q4"][0] == "<dbpedia:Eiffel_Tower>"
     assert out["q3"][:2] in (("d4", "d5"), ("d5", "d4"))
@@ -394,30 +569,32 @@ def test_dense_retrieves_by_meaning(tiny, dense_index):
     assert np.allclose(norms, 1.0, atol=1e-5)
 
 
+@pytest.mark.heavy
 @needs_dense
 def test_dense_embeddings_are_cached(tiny, dense_index, monkeypatch):
     from harness.retrievers.dense import Dense
 
-    _, corpus, key, _ = tiny
+    _, corpus, _ = tiny
     first = Dense()
     first._encoder = dense_index.encoder  # share the loaded model: only the cache is tested
-    first.prepare(corpus, key)
+    first.prepare(corpus)
     assert first.index_info["source"] == "built"
     assert (Path(first.index_info["path"]) / "embeddings.npy").is_file()
     second = Dense(top_k=5, batch_size=2)
     monkeypatch.setattr(Dense, "encoder", property(lambda self: pytest.fail("model loaded")))
-    second.prepare(corpus, key)
+    second.prepare(corpus)
     assert second.index_info["source"] == "cache"
     assert np.array_equal(second._embeddings, first._embeddings)
 
 
+@pytest.mark.heavy
 @needs_dense
 def test_dense_rerank_of_bm25(tiny, dense_index):
-    _, corpus, key, samples = tiny
+    _, corpus, samples = tiny
     bm25 = BM25(top_k=2, candidates=5, rerank=dense_index)
-    bm25.prepare(corpus, key)
+    bm25.prepare(corpus)
     plain = BM25(top_k=5)
-    plain.prepare(corpus, key)
+    plain.prepare(corpus)
     q = [s for s in samples if s.id == "q2"]
     candidates = plain.retrieve_batch(q)[0].retrieved_context_ids
     reranked = bm25.retrieve_batch(q)[0].retrieved_context_ids
@@ -425,14 +602,61 @@ def test_dense_rerank_of_bm25(tiny, dense_index):
     rows = {c.doc_id: dense_index._embeddings[i] for i, c in enumerate(dense_index.chunks)}
     expected = sorted(candidates, key=lambda d: -float(rows[d] @ qv))[:2]
     assert list(reranked) == expected
-    assert bm25.describe()["rerank"]["kind"] == "dense"
+    described = bm25.describe()
+    assert described["rerank"]["kind"] == "dense" and described["candidates"] == 5
 
 
+@pytest.mark.heavy
+@needs_dense
+def test_dense_rerank_of_hybrid(tiny, dense_index):
+    _, corpus, samples = tiny
+    parts = {"plain": BM25(), "tuned": BM25(k1=0.9, b=0.4)}
+    hybrid = Hybrid(parts, top_k=2, candidates=5, rerank=dense_index)
+    hybrid.prepare(corpus)
+    fused = Hybrid(parts, top_k=5, candidates=5)
+    q = [s for s in samples if s.id == "q2"]
+    candidates = fused.retrieve_batch(q)[0].retrieved_context_ids
+    qv = dense_index.encode_queries([q[0].user_input])[0]
+    rows = {c.doc_id: dense_index._embeddings[i] for i, c in enumerate(dense_index.chunks)}
+    expected = sorted(candidates, key=lambda d: -float(rows[d] @ qv))[:2]
+    assert list(hybrid.retrieve_batch(q)[0].retrieved_context_ids) == expected
+    assert hybrid.describe()["rerank"]["kind"] == "dense"
+
+
+#: Chooses the rerank group's ``dense`` option, at ``retriever.rerank``.
+RERANK = "rerank=dense"
+
+
+def test_rerank_option_is_chosen_with_rerank_equals_dense():
+    cfg = compose_retriever("retriever=bm25", "rerank=dense")
+    assert cfg.retriever.rerank._target_ == "harness.retrievers.dense.Dense"
+
+
+@pytest.mark.heavy
+@needs_dense
+def test_rerank_group_and_default_hybrid_compose():
+    from harness.retrievers.dense import Dense
+
+    hybrid = build_retriever("retriever=hybrid")
+    assert [type(r) for r in hybrid.retrievers.values()] == [BM25, Dense]
+    for first in ("bm25", "hybrid"):
+        built = build_retriever(f"retriever={first}", RERANK, "retriever.candidates=7")
+        assert isinstance(built.stage.reranker, Dense) and built.stage.candidates == 7
+        assert (built.stage.reranker.chunk_size, built.stage.reranker.chunk_overlap) == (None, 0)
+    chunked = build_retriever(
+        "retriever=bm25", "retriever.chunk_size=50", RERANK, "retriever.rerank.device=cpu"
+    )
+    assert chunked.stage.reranker.device == "cpu"
+    with pytest.raises(ConfigError, match=r"^retriever\.rerank: chunk_size/chunk_overlap"):
+        build_retriever("retriever=bm25", RERANK, "+retriever.rerank.chunk_size=20")
+
+
+@pytest.mark.heavy
 @needs_dense
 def test_hybrid_bm25_and_dense(tiny, dense_index):
-    _, corpus, key, samples = tiny
-    hybrid = Hybrid([BM25(), dense_index], top_k=3)
-    hybrid.prepare(corpus, key)
+    _, corpus, samples = tiny
+    hybrid = Hybrid({"bm25": BM25(), "dense": dense_index}, top_k=3)
+    hybrid.prepare(corpus)
     out = ids_of(hybrid.retrieve_batch(samples))
     assert out["q4"][0] == "<dbpedia:Eiffel_Tower>" and out["q3"][0] == "d4"
 
@@ -444,7 +668,7 @@ def test_hybrid_bm25_and_dense(tiny, dense_index):
 def test_bm25_on_scifact_is_in_the_published_range():
     ds = BeirDataset(DATA / "beir_scifact")
     bm25 = BM25(top_k=100)
-    bm25.prepare(ds.corpus(), ds.corpus_key())
+    bm25.prepare(ds.corpus())
     samples = bm25.retrieve_batch(list(ds.samples()))
     m = mean_metrics(samples, ks=(10, 100))
     # BEIR's BM25 (Anserini, stemmed) reports nDCG@10 0.665; bm25s without a stemmer: 0.662

@@ -10,12 +10,17 @@ from typing import Any, Literal
 
 from harness.errors import ConfigError
 from harness.retrievers import index_cache
-from harness.retrievers.base import Chunk, CorpusRetriever, Hits, require_extra, top_k
+from harness.retrievers.dense import Dense
+from harness.retrievers.extras import require_extra
+from harness.retrievers.indexed import IndexedRetriever
+from harness.retrievers.rerank import RerankStage
+from harness.retrievers.topk import Scored, top_k
+from harness.types import Chunk
 
 Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
 
 
-class BM25(CorpusRetriever):
+class BM25(IndexedRetriever):
     """Lexical retrieval with BM25 (``bm25s``: sparse matrices, numpy only, no downloads).
 
     Text is tokenized by ``bm25s``'s own tokenizer (lower-cased, words of two or more
@@ -38,9 +43,9 @@ class BM25(CorpusRetriever):
         chunk_size: Split documents into chunks of this many words (null: whole
             documents). See ``harness.retrievers.chunking``.
         chunk_overlap: Words shared by consecutive chunks.
-        rerank: Re-score the first ``candidates`` chunks with a dense bi-encoder:
-            ``dense`` (its defaults), a ``{_target_: harness.retrievers.dense.Dense, ...}``
-            mapping, or null for no rerank stage.
+        rerank: Re-score the first ``candidates`` chunks with this dense bi-encoder
+            (``rerank=dense`` in the config, the ``rerank`` group), or null for no rerank
+            stage. See ``harness.retrievers.rerank``.
         candidates: How many first-stage chunks the rerank stage re-scores.
         cache: Keep the index in the on-disk index cache (``index_cache``).
     """
@@ -58,7 +63,7 @@ class BM25(CorpusRetriever):
         stopwords: str | list[str] | None = "en",
         chunk_size: int | None = None,
         chunk_overlap: int = 0,
-        rerank: Any = None,
+        rerank: Dense | None = None,
         candidates: int = 100,
         cache: bool = True,
     ) -> None:
@@ -77,8 +82,17 @@ class BM25(CorpusRetriever):
         self._stemmer = _make_stemmer(stemmer)
         self.stopwords = _check_stopwords(stopwords)
         self.cache = cache
-        super().__init__(top_k, chunk_size, chunk_overlap, rerank, candidates)
+        super().__init__(top_k, chunk_size, chunk_overlap)
+        self.stage = RerankStage(rerank, candidates, self.chunk_size, self.chunk_overlap)
         self._index: Any = None
+
+    def prepare_chunks(self, chunks: Sequence[Chunk], corpus_key: str) -> None:
+        super().prepare_chunks(chunks, corpus_key)
+        self.stage.prepare(self.prepared_chunks(), corpus_key)
+
+    def ranked(self, queries: Sequence[str], k: int) -> list[list[Chunk]]:
+        """For each query, its best ``k`` chunks, after the rerank stage if there is one."""
+        return self.stage.ranked(super().ranked, queries, k)
 
     def index_settings(self) -> dict[str, Any]:
         import bm25s
@@ -98,7 +112,7 @@ class BM25(CorpusRetriever):
     def settings(self) -> dict[str, Any]:
         out = self.index_settings()
         out.pop("tokenizer")
-        return out
+        return {**out, **self.stage.describe()}
 
     def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         bm25s = _bm25s()
@@ -138,11 +152,11 @@ class BM25(CorpusRetriever):
         )
         self.index_info["chunks"] = len(chunks)
 
-    def search(self, queries: Sequence[str], k: int) -> list[Hits]:
-        self._check_prepared()
+    def search(self, queries: Sequence[str], k: int) -> list[Scored]:
+        self.prepared_chunks()
         index = self._index
         vocab = index.vocab_dict
-        out = []
+        out: list[Scored] = []
         for tokens in self._tokenize(queries):
             ids = [vocab[t] for t in tokens if t in vocab and t != ""]
             if not ids:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.retrievers.base import Chunk, Document
+from harness.types import Chunk, Document
 
 _WORD = re.compile(r"\S+")
 

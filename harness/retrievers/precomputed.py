@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.types import RagSample
+from harness.types import Corpus, RagSample
 
 
 class Precomputed:
@@ -19,10 +19,15 @@ class Precomputed:
             top 3 are the first chunks of top 5, and the verdict cache has them.
     """
 
+    needs_corpus: bool = False
+
     def __init__(self, top_k: int | None = None) -> None:
         if top_k is not None and top_k < 1:
             raise ConfigError(f"retriever.top_k: expected a number >= 1 or null, got {top_k}")
         self.top_k = top_k
+
+    def prepare(self, corpus: Corpus | None) -> None:
+        """Nothing to prepare: the retrieval is in the samples."""
 
     def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
         """The samples with their retrieval cut to ``top_k``."""
@@ -32,7 +37,9 @@ class Precomputed:
         return [
             dataclasses.replace(
                 s,
-                retrieved_contexts=None if s.retrieved_contexts is None else s.retrieved_contexts[:k],
+                retrieved_contexts=(
+                    None if s.retrieved_contexts is None else s.retrieved_contexts[:k]
+                ),
                 retrieved_context_ids=(
                     None if s.retrieved_context_ids is None else s.retrieved_context_ids[:k]
                 ),

@@ -1,0 +1,165 @@
+"""Your own retriever: subclass ``SearchRetriever`` and write ``search`` (public API v1).
+
+``SearchRetriever`` implements the ``harness.protocols.Retriever`` protocol (version
+``harness.protocols.API_VERSION``) around one method of yours::
+
+    from collections.abc import Sequence
+
+    from harness.retrievers.search import SearchRetriever
+    from harness.types import Corpus, Hit
+
+
+    class MyService(SearchRetriever):  # asks our search service
+        def __init__(self, url: str, top_k: int | None = 10) -> None:
+            super().__init__(top_k)
+            self.url = url
+
+        def search(self, queries: Sequence[str]) -> list[list[Hit]]:
+            return [
+                [Hit(id=d["id"], text=d["text"], score=d["score"]) for d in ask(self.url, q)]
+                for q in queries
+            ]
+
+A retriever that indexes the dataset's corpus itself also writes ``index`` and sets
+``needs_corpus = True``::
+
+    class Grep(SearchRetriever):
+        needs_corpus = True
+
+        def index(self, corpus: Corpus) -> None:
+            self.documents = list(corpus.documents)
+
+        def search(self, queries: Sequence[str]) -> list[list[Hit]]:
+            return [
+                [Hit(d.id, d.content) for d in self.documents if q.lower() in d.content.lower()]
+                for q in queries
+            ]
+
+What the harness does with it, per batch of samples (``retrieve_batch``): the questions
+(``user_input``) of the samples that have one go to ``search`` in one call, in sample
+order; each sample's ``retrieved_contexts`` become its hits' ``text`` and
+``retrieved_context_ids`` its hits' ``id``, best first, cut to the first ``top_k`` hits.
+A sample without a question (missing or blank) is not searched and gets an empty
+retrieval. The other fields of a sample are kept.
+
+The ids are what the id-based metrics compare with the reference ids (the BEIR qrels'
+document ids), so return document ids; the text is what a judge or the string metric
+reads.
+
+A run uses it as its ``retriever``: name the class with ``_target_`` in a ``retriever``
+config, its settings beside it (they are checked against your ``__init__``), e.g.
+``conf/retriever/my_service.yaml``::
+
+    _target_: my_package.MyService
+    url: http://localhost:8080
+    top_k: 10
+
+(config targets are limited to ``harness.registry.TRUSTED_TARGETS``: your package must be
+among them).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.retrievers.fill import fill_samples
+from harness.types import Corpus, Hit, RagSample
+
+
+class SearchRetriever(ABC):
+    """Base class of a user's retriever: implement ``search`` (and maybe ``index``).
+
+    Args:
+        top_k: Keep only the first k hits of each query (``None``: all that ``search``
+            returns). A subclass with its own ``__init__`` passes it on with
+            ``super().__init__(top_k)``.
+
+    Attributes:
+        needs_corpus: Set it to ``True`` in your class when ``index`` needs the dataset's
+            corpus: a run on a dataset without one then stops before any work, with one
+            line saying so. ``False`` (the default): ``index`` is called only when the
+            dataset has a corpus.
+        top_k: See Args.
+    """
+
+    needs_corpus: bool = False
+
+    def __init__(self, top_k: int | None = None) -> None:
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
+        ):
+            raise ConfigError(f"retriever.top_k: expected a number >= 1 or null, got {top_k!r}")
+        self.top_k = top_k
+
+    @abstractmethod
+    def search(self, queries: Sequence[str]) -> list[list[Hit]]:
+        """For each query, in order, its hits, best first (an empty list: no hits).
+
+        Called once per batch with the questions of the batch's samples (never with an
+        empty list). Return exactly one list per query. Each hit's ``id`` is the id the
+        metrics compare with the reference ids (a document id, a ``str``); its ``text``
+        is what a reader sees; its ``score`` is yours to fill or leave ``None`` (the
+        order of the list is the ranking).
+        """
+
+    def index(self, corpus: Corpus) -> None:
+        """Index the dataset's documents (``corpus.documents``), once, before ``search``.
+
+        ``corpus.key`` changes whenever the documents do: use it to name a cached index.
+        The default does nothing.
+        """
+        return None
+
+    def prepare(self, corpus: Corpus | None) -> None:
+        """Call ``index`` with the dataset's corpus, when there is one.
+
+        Raises:
+            ConfigError: ``needs_corpus`` is set and ``corpus`` is ``None``.
+        """
+        if corpus is None:
+            if self.needs_corpus:
+                raise ConfigError(
+                    f"retriever ({self.name()}): needs a corpus to index, but the dataset "
+                    "has none; use a BEIR dataset (dataset=beir dataset.path=DIR)"
+                )
+            return
+        self.index(corpus)
+
+    def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
+        """The samples, in order, with ``retrieved_contexts`` / ``retrieved_context_ids``
+        filled from ``search`` (see the module's docstring)."""
+        return fill_samples(samples, self._checked_search, self.top_k)
+
+    def describe(self) -> dict[str, Any]:
+        """``kind`` (the class's import path) and ``top_k``; extend it with your settings
+        (``{**super().describe(), "url": self.url}``), never with secrets."""
+        return {"kind": self.name(), "top_k": self.top_k}
+
+    def name(self) -> str:
+        """The class's import path, e.g. ``my_package.retrievers.MyService``."""
+        cls = type(self)
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+    def _checked_search(self, queries: list[str]) -> list[list[Hit]]:
+        """``search``, with its answer checked: a mistake is named here, not in a metric."""
+        results = self.search(queries)
+        where = f"retriever ({self.name()}).search"
+        if not isinstance(results, list) or len(results) != len(queries):
+            got = f"{len(results)} lists" if isinstance(results, list) else repr(type(results))
+            raise TypeError(
+                f"{where}: expected one list of hits per query ({len(queries)}), got {got}"
+            )
+        for n, hits in enumerate(results):
+            if not isinstance(hits, list):
+                raise TypeError(f"{where}: query {n}: expected a list of Hit, got {hits!r}")
+            for hit in hits:
+                if not (
+                    isinstance(hit, Hit) and isinstance(hit.id, str) and isinstance(hit.text, str)
+                ):
+                    raise TypeError(
+                        f"{where}: query {n}: expected Hit(id: str, text: str), got {hit!r}"
+                    )
+        return results
