@@ -13,7 +13,7 @@ from harness.datasets.beir import BeirDataset
 from harness.errors import ConfigError, DatasetError
 from harness.metrics.id_based import IdContextPrecision
 from harness.metrics.retrieval import recall_at_k, sample_grades
-from harness.retrievers.base import Document
+from harness.types import Corpus, Document
 
 TINY = Path(__file__).resolve().parent / "data" / "beir_tiny"
 DATA = SHARED / "data"
@@ -101,15 +101,23 @@ def test_other_split():
 def test_corpus_is_loaded_once_as_documents():
     ds = BeirDataset(TINY)
     corpus = ds.corpus()
-    assert corpus is ds.corpus()
-    assert corpus[0] == Document("d1", "Photosynthesis", corpus[0].text)
-    assert corpus[2].content == corpus[2].text  # empty title
-    assert corpus[5].id == "<dbpedia:Eiffel_Tower>"
+    assert isinstance(corpus, Corpus) and corpus is ds.corpus()
+    docs = corpus.documents
+    assert len(docs) == 8
+    assert docs[0] == Document("d1", "Photosynthesis", docs[0].text)
+    assert docs[2].content == docs[2].text  # empty title
+    assert docs[5].id == "<dbpedia:Eiffel_Tower>"
+
+
+def test_dataset_seam_attributes():
+    ds = BeirDataset(TINY, min_grade=2)
+    assert ds.source == str(TINY) and ds.min_grade == 2.0
+    assert BeirDataset(TINY).min_grade == 1.0
 
 
 def test_corpus_limit_keeps_judged_documents():
     ds = BeirDataset(TINY, corpus_limit=1)
-    ids = [d.id for d in ds.corpus()]
+    ids = [d.id for d in ds.corpus().documents]
     assert ids[0] == "d1"
     assert {"d2", "d3", "d4", "d5", "<dbpedia:Eiffel_Tower>", "d7"} <= set(ids)
     assert "d8" not in ids  # neither among the first 1 nor judged
@@ -117,13 +125,16 @@ def test_corpus_limit_keeps_judged_documents():
 
 def test_hashes(tiny):
     ds = BeirDataset(tiny)
-    sha, key = ds.sha256(), ds.corpus_key()
+    sha, key = ds.sha256(), ds.corpus().key
     (tiny / "qrels" / "test.tsv").write_text(
         (tiny / "qrels" / "test.tsv").read_text() + "q4\td8\t0\n"
     )
     changed = BeirDataset(tiny)
     assert changed.sha256() != sha  # the data changed ...
-    assert changed.corpus_key() == key  # ... but not the indexed text
+    assert changed.corpus().key == key  # ... but not the indexed text
+    corpus = tiny / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("Photosynthesis", "Photosynthesis!", 1))
+    assert BeirDataset(tiny).corpus().key != key  # the indexed text changed
 
 
 def test_missing_folder_and_files(tiny, tmp_path):
@@ -161,6 +172,12 @@ def test_missing_folder_and_files(tiny, tmp_path):
         ),
         ("queries.jsonl", '{"_id": "q7"}', r"queries\.jsonl:6: field 'text': missing"),
         ("queries.jsonl", "[1, 2]", r"queries\.jsonl:6: expected a JSON object"),
+        (
+            "queries.jsonl",
+            '{"_id": "q7", "text": "t", "n": ' + "1" * 5000 + "}",
+            r"queries\.jsonl:6: not valid JSON \(Exceeds the limit",
+        ),
+        ("queries.jsonl", "[" * 100_000, r"queries\.jsonl:6: not valid JSON \(nested too deeply"),
         ("qrels/test.tsv", "q1\td3", r"test\.tsv:13: expected 3 tab-separated columns"),
         ("qrels/test.tsv", "q1\td3\thigh", r"test\.tsv:13: field 'score': expected a number"),
         (
@@ -213,11 +230,11 @@ def test_shared_dataset_configs_point_beside_the_repo(monkeypatch):
 
 
 def test_beir_config_needs_a_path(tmp_path):
-    from harness.runner import _instantiate
+    from harness.build import instantiate
 
     with pytest.raises(ConfigError, match="dataset.path"):
-        _instantiate(_compose("dataset=beir"), "dataset")
-    ds = _instantiate(
+        instantiate(_compose("dataset=beir"), "dataset")
+    ds = instantiate(
         _compose("dataset=beir", f"dataset.path={TINY}", "dataset.limit=2"), "dataset"
     )
     assert isinstance(ds, BeirDataset) and ds.estimate_count() == 2
@@ -244,7 +261,7 @@ def test_dbpedia_score_zero_rows_are_kept_as_grade_zero():
 @needs_shared
 def test_scifact_and_trec_dl19_load():
     sci = BeirDataset(DATA / "beir_scifact")
-    assert sci.estimate_count() == 300 and len(sci.corpus()) == 5183
+    assert sci.estimate_count() == 300 and len(sci.corpus().documents) == 5183
     assert sci.describe()["qrels"] == 339
     dl = BeirDataset(DATA / "trec_dl19_passage_subset", min_grade=2)
     d = dl.describe()

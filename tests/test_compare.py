@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from harness.compare import (
     _per_query,
     _test_top_two,

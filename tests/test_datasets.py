@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from harness.datasets.files import CsvDataset, JsonlDataset, SampleDataset
+from harness.datasets.files import CsvDataset, JsonlDataset, ParquetDataset, SampleDataset
+from harness.datasets.memory import RecordsDataset, as_record
 from harness.errors import ConfigError, DatasetError
 from harness.types import SAMPLE_FIELDS
 
@@ -110,13 +111,25 @@ def test_bundled_sample_has_every_field_for_every_variant():
 BAD_JSONL = [
     (b'{"user_input": "q"}\n{"user_input": \n', ["d.jsonl:2", "not valid JSON"]),
     (b'[1, 2]\n', ["d.jsonl:1", "expected a JSON object, got a list"]),
-    (b'{"user_input": 3}\n', ["d.jsonl:1", "field 'user_input'", "expected a string, got int"]),
-    (b'{"retrieved_contexts": "one chunk"}\n', ["field 'retrieved_contexts'", "expected a list, got a string"]),
+    (
+        b'{"user_input": 3}\n',
+        ["d.jsonl:1", "field 'user_input'", "expected a string, got int"],
+    ),
+    (
+        b'{"retrieved_contexts": "one chunk"}\n',
+        ["field 'retrieved_contexts'", "expected a list, got a string"],
+    ),
     (b'{"retrieved_contexts": ["a", null]}\n', ["item 1", "expected a string, got NoneType"]),
-    (b'{"retrieved_context_ids": [1.5]}\n', ["field 'retrieved_context_ids'", "string or integer id"]),
+    (
+        b'{"retrieved_context_ids": [1.5]}\n',
+        ["field 'retrieved_context_ids'", "string or integer id"],
+    ),
     (b'{"retrieved_context_ids": [true]}\n', ["string or integer id, got a boolean"]),
     (b'{"retrieved_context_ids": [{"a": 1}]}\n', ["got an object"]),
-    (b'{"id": 1}\n{"id": "1"}\n', ["d.jsonl:2", "field 'id'", "duplicate id '1' (first used on line 1)"]),
+    (
+        b'{"id": 1}\n{"id": "1"}\n',
+        ["d.jsonl:2", "field 'id'", "duplicate id '1' (first used on line 1)"],
+    ),
     (b'{"id": [1]}\n', ["field 'id'", "expected a string or integer"]),
     (b'{"user_input": "caf\xe9"}\n', ["d.jsonl:1", "not valid UTF-8"]),
     (
@@ -124,8 +137,14 @@ BAD_JSONL = [
         ["field 'retrieved_context_ids'", "parallel"],
     ),
     (b'{"user_input": "q"}\n{"user_input": "trunc', ["d.jsonl:2", "not valid JSON"]),
-    (b'{"reference_context_ids": ["a"], "reference_context_grades": [NaN]}\n', ["finite number"]),
-    (b'{"reference_context_ids": ["a"], "reference_context_grades": ["2"]}\n', ["finite number, got '2'"]),
+    (
+        b'{"reference_context_ids": ["a"], "reference_context_grades": [NaN]}\n',
+        ["finite number"],
+    ),
+    (
+        b'{"reference_context_ids": ["a"], "reference_context_grades": ["2"]}\n',
+        ["finite number, got '2'"],
+    ),
 ]
 
 
@@ -144,7 +163,9 @@ def test_malformed_jsonl_names_line_and_field(tmp_path, content, fragments):
 def test_csv_unparseable_list_cell(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("retrieved_context_ids\n[oops\n", encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"d.csv:2: field 'retrieved_context_ids': expected a JSON list"):
+    with pytest.raises(
+        DatasetError, match=r"d.csv:2: field 'retrieved_context_ids': expected a JSON list"
+    ):
         load(CsvDataset(path))
 
 
@@ -163,3 +184,46 @@ def test_missing_file(tmp_path):
 def test_no_path_given():
     with pytest.raises(DatasetError, match="set dataset.path=FILE"):
         JsonlDataset(None)
+
+
+def test_file_and_memory_datasets_have_no_corpus_and_grade_one(tmp_path):
+    path = write_jsonl(tmp_path / "d.jsonl", [ROW])
+    csv_path = tmp_path / "d.csv"
+    for ds in (JsonlDataset(path), CsvDataset(csv_path), ParquetDataset(tmp_path / "d.parquet")):
+        assert ds.source == str(ds.path) and ds.min_grade == 1.0 and ds.corpus() is None
+    sample = SampleDataset()
+    assert sample.source.endswith("sample_rag.jsonl") and sample.corpus() is None
+    records = RecordsDataset([ROW], name="mine")
+    assert (records.source, records.min_grade, records.corpus()) == ("mine", 1.0, None)
+    assert records.describe() == {"format": "records", "path": "mine", "records": 1}
+
+
+def test_records_from_objects():
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    @dataclass
+    class Case:  # fields read from __dict__
+        input: str
+
+    class Model:  # pydantic v2
+        def model_dump(self):
+            return {"user_input": "from model_dump"}
+
+    class Row:  # pandas Series
+        def to_dict(self):
+            return {"user_input": "from to_dict"}
+
+    class Legacy:  # pydantic v1
+        def dict(self):
+            return {"user_input": "from dict"}
+
+    assert as_record(ROW) is ROW
+    assert as_record(Case("q")) == {"input": "q"}
+    assert as_record(SimpleNamespace(question="q")) == {"question": "q"}
+    assert as_record(Model()) == {"user_input": "from model_dump"}
+    assert as_record(Row()) == {"user_input": "from to_dict"}
+    assert as_record(Legacy()) == {"user_input": "from dict"}
+    ds = RecordsDataset([Case("deepeval name"), Model(), {"question": "legacy name"}])
+    texts = [s.user_input for s in ds.samples()]
+    assert texts == ["deepeval name", "from model_dump", "legacy name"]

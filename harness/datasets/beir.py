@@ -15,7 +15,6 @@ counted as relevant by a metric with ``min_grade >= 1``.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections import Counter
@@ -23,13 +22,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.files import batched, decode_line
+from harness.datasets.beir_files import (
+    Judged,
+    check_folder,
+    documents_key,
+    file_sha256,
+    load_answers,
+    load_documents,
+    load_qrels,
+    load_queries,
+)
+from harness.datasets.files import batched
 from harness.errors import ConfigError, DatasetError
-from harness.retrievers.base import Document
-from harness.types import RagSample
-
-_BLOCK = 1 << 20
-_QRELS_HEADER = ("query-id", "corpus-id", "score")
+from harness.types import Corpus, Document, RagSample
 
 
 class BeirDataset:
@@ -75,30 +80,18 @@ class BeirDataset:
     ) -> None:
         if path is None or str(path) == "":
             raise DatasetError("dataset=beir", "no folder given; set dataset.path=DIR")
-        if not isinstance(split, str) or not split or "/" in split or "\\" in split:
-            raise ConfigError(f"dataset.split: expected a split name such as test, got {split!r}")
-        for name, value in (("limit", limit), ("corpus_limit", corpus_limit)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise ConfigError(f"dataset.{name}: expected a number >= 0 or null, got {value!r}")
-        if (
-            isinstance(min_grade, bool)
-            or not isinstance(min_grade, (int, float))
-            or not math.isfinite(min_grade)
-        ):
-            raise ConfigError(f"dataset.min_grade: expected a number, got {min_grade!r}")
+        _check_settings(split, limit, corpus_limit, min_grade)
         self.path = Path(path).expanduser()
+        self.source = str(self.path)
         self.split, self.limit, self.min_grade = split, limit, float(min_grade)
-        self.answers_path = None if answers in (None, "") else Path(answers).expanduser()  # type: ignore[arg-type]
+        self.answers_path = None if answers is None or answers == "" else Path(answers).expanduser()
         self.corpus_limit = corpus_limit
         self._queries: dict[str, str] | None = None
-        self._qrels: dict[str, list[tuple[str, float]]] | None = None
-        self._qrels_rows = 0
+        self._qrels: dict[str, Judged] | None = None
         self._answers: dict[str, str] | None = None
-        self._corpus: list[Document] | None = None
-        self._docs: dict[str, Document] | None = None
-        self._corpus_key: str | None = None
+        self._documents: list[Document] | None = None
+        self._docs: dict[str, Document] = {}
+        self._corpus: Corpus | None = None
         self._corpus_lines = 0
 
     # -- files -------------------------------------------------------------------------
@@ -127,38 +120,7 @@ class BeirDataset:
 
     def check(self) -> None:
         """Fail early, naming the missing folder or file."""
-        if not self.path.exists():
-            where = "" if self.path.is_absolute() else f" (resolved from {os.getcwd()})"
-            raise DatasetError(
-                str(self.path),
-                f"folder not found{where}; set dataset.path=DIR to a BEIR folder with "
-                "corpus.jsonl, queries.jsonl and qrels/<split>.tsv (dataset=scifact, trec_dl19 "
-                "and dbpedia_entity look in $HARNESS_SHARED_DATA, else ../shared/data)",
-            )
-        if not self.path.is_dir():
-            raise DatasetError(
-                str(self.path), "is a file, not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)"
-            )
-        for label, file in self._files():
-            if file.is_file():
-                if not os.access(file, os.R_OK):
-                    raise DatasetError(str(file), "file is not readable")
-                continue
-            if label.startswith("qrels/"):
-                splits = sorted(p.stem for p in (self.path / "qrels").glob("*.tsv"))
-                have = (
-                    f"the splits here are {', '.join(splits)} (dataset.split=...)"
-                    if splits
-                    else "there is no qrels/<split>.tsv in this folder"
-                )
-                raise DatasetError(str(file), f"file not found; {have}")
-            if label == "answers":
-                raise DatasetError(str(file), "file not found (dataset.answers)")
-            raise DatasetError(
-                str(file),
-                "file not found; a BEIR folder holds corpus.jsonl, queries.jsonl and "
-                "qrels/<split>.tsv",
-            )
+        check_folder(self.path, self._files())
 
     def sha256(self) -> str:
         """Content hash of the data: corpus, queries and the split's qrels (and answers).
@@ -167,79 +129,25 @@ class BeirDataset:
         """
         outer = hashlib.sha256()
         for label, file in self._files():
-            outer.update(f"{label} {_file_sha256(file)}\n".encode())
+            outer.update(f"{label} {file_sha256(file)}\n".encode())
         return outer.hexdigest()
 
-    def corpus_key(self) -> str:
-        """Content hash of the loaded documents (ids, titles, texts), for index caches.
-
-        It changes when and only when the indexed text changes: not with the queries, the
-        qrels or ``corpus.jsonl``'s metadata fields.
-        """
-        if self._corpus_key is None:
-            hasher = hashlib.sha256()
-            for doc in self.corpus():
-                hasher.update(
-                    json.dumps([doc.id, doc.title, doc.text], ensure_ascii=False).encode()
-                )
-                hasher.update(b"\n")
-            self._corpus_key = hasher.hexdigest()
-        return self._corpus_key
-
-    # -- loading -----------------------------------------------------------------------
+    # -- loading (each file once, then kept) -------------------------------------------
 
     def _load_queries(self) -> dict[str, str]:
         if self._queries is None:
-            queries: dict[str, str] = {}
-            first: dict[str, int] = {}
-            for line, record in _jsonl(self.queries_path):
-                qid = _id_field(self.queries_path, record, "_id", line)
-                text = _text_field(self.queries_path, record, "text", line, required=True)
-                if qid in first:
-                    raise DatasetError(
-                        str(self.queries_path),
-                        f"duplicate id {qid!r} (first used on line {first[qid]})",
-                        line=line,
-                        field="_id",
-                    )
-                first[qid] = line
-                queries[qid] = text
-            self._queries = queries
+            self._queries = load_queries(self.queries_path)
         return self._queries
 
-    def _load_qrels(self) -> dict[str, list[tuple[str, float]]]:
+    def _load_qrels(self) -> dict[str, Judged]:
         if self._qrels is None:
-            qrels: dict[str, dict[str, tuple[float, int]]] = {}
-            rows = 0
-            for line, (qid, did, grade) in _qrels(self.qrels_path):
-                judged = qrels.setdefault(qid, {})
-                if did in judged:
-                    before, at = judged[did]
-                    if before != grade:
-                        raise DatasetError(
-                            str(self.qrels_path),
-                            f"query {qid!r}, document {did!r} judged {grade:g} here and "
-                            f"{before:g} on line {at}",
-                            line=line,
-                            field="score",
-                        )
-                    continue
-                judged[did] = (grade, line)
-                rows += 1
-            self._qrels = {q: [(d, g) for d, (g, _) in docs.items()] for q, docs in qrels.items()}
-            self._qrels_rows = rows
+            self._qrels = load_qrels(self.qrels_path)
         return self._qrels
 
     def _load_answers(self) -> dict[str, str]:
         if self._answers is None:
-            answers: dict[str, str] = {}
-            if self.answers_path is not None:
-                for line, record in _jsonl(self.answers_path):
-                    qid = _id_field(self.answers_path, record, "query_id", line)
-                    answers[qid] = _text_field(
-                        self.answers_path, record, "answer", line, required=True
-                    )
-            self._answers = answers
+            path = self.answers_path
+            self._answers = {} if path is None else load_answers(path)
         return self._answers
 
     def _selected(self) -> list[str]:
@@ -248,43 +156,31 @@ class BeirDataset:
         ids = [q for q in queries if q in qrels]
         return ids if self.limit is None else ids[: self.limit]
 
-    def corpus(self) -> list[Document]:
-        """The documents, in corpus order (loaded once, then kept)."""
-        if self._corpus is None:
-            keep: set[str] | None = None
+    def _load_documents(self) -> list[Document]:
+        """The documents, in corpus order (with ``corpus_limit``: the first N and the
+        judged ones)."""
+        if self._documents is None:
+            keep: set[str] = set()
             if self.corpus_limit is not None:
                 qrels = self._load_qrels()
                 keep = {d for q in self._selected() for d, _ in qrels[q]}
-            docs: list[Document] = []
-            first: dict[str, int] = {}
-            lines = 0
-            for line, record in _jsonl(self.corpus_path):
-                lines += 1
-                did = _id_field(self.corpus_path, record, "_id", line)
-                if did in first:
-                    raise DatasetError(
-                        str(self.corpus_path),
-                        f"duplicate id {did!r} (first used on line {first[did]})",
-                        line=line,
-                        field="_id",
-                    )
-                first[did] = line
-                title = _text_field(self.corpus_path, record, "title", line, required=False)
-                text = _text_field(self.corpus_path, record, "text", line, required=True)
-                if keep is None or len(docs) < self.corpus_limit or did in keep:  # type: ignore[operator]
-                    docs.append(Document(did, title, text))
-            if not docs:
-                raise DatasetError(str(self.corpus_path), "contains no documents")
-            self._corpus, self._corpus_lines = docs, lines
-            self._docs = {d.id: d for d in docs}
-        return self._corpus
+            docs, self._corpus_lines = load_documents(self.corpus_path, self.corpus_limit, keep)
+            self._documents, self._docs = docs, {d.id: d for d in docs}
+        return self._documents
 
     def _doc_index(self) -> dict[str, Document]:
-        self.corpus()
-        assert self._docs is not None
+        self._load_documents()
         return self._docs
 
     # -- the dataset interface ---------------------------------------------------------
+
+    def corpus(self) -> Corpus:
+        """The documents, in corpus order, keyed by their content hash (``documents_key``:
+        it changes when the indexed text does, not with queries, qrels or metadata)."""
+        if self._corpus is None:
+            docs = self._load_documents()
+            self._corpus = Corpus(docs, documents_key(docs))
+        return self._corpus
 
     def estimate_count(self) -> int:
         """How many samples there are (judged queries, after ``limit``)."""
@@ -357,112 +253,20 @@ class BeirDataset:
         return out
 
 
-# -- readers ---------------------------------------------------------------------------
-
-
-def _file_sha256(path: Path) -> str:
-    hasher = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_BLOCK):
-            hasher.update(block)
-    return hasher.hexdigest()
-
-
-def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(1-based line number, text)`` for each line; a DatasetError on bad UTF-8."""
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as e:
-        raise DatasetError(str(path), f"cannot open ({e.strerror})") from None
-    with f:
-        for number, raw in enumerate(f, start=1):
-            yield number, decode_line(raw, path, number)
-
-
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, text in _decoded_lines(path):
-        if not text.strip():
-            continue
-        try:
-            record = json.loads(text)
-        except ValueError as e:
-            raise DatasetError(
-                str(path), f"not valid JSON ({e.msg} at column {e.colno})", line=number
-            ) from None
-        if not isinstance(record, dict):
-            raise DatasetError(
-                str(path), f"expected a JSON object, got {type(record).__name__}", line=number
-            )
-        yield number, record
-
-
-def _id_field(path: Path, record: dict[str, Any], field: str, line: int) -> str:
-    value = record.get(field)
-    if value is None:
-        raise DatasetError(str(path), "missing", line=line, field=field)
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise DatasetError(
-            str(path), f"expected a string or integer id, got {value!r}", line=line, field=field
-        )
-    value = str(value)
-    if not value:
-        raise DatasetError(str(path), "empty id", line=line, field=field)
-    return value
-
-
-def _text_field(
-    path: Path, record: dict[str, Any], field: str, line: int, *, required: bool
-) -> str:
-    value = record.get(field)
-    if value is None:
-        if required:
-            raise DatasetError(str(path), "missing", line=line, field=field)
-        return ""
-    if not isinstance(value, str):
-        raise DatasetError(
-            str(path), f"expected a string, got {type(value).__name__}", line=line, field=field
-        )
-    return value
-
-
-def _qrels(path: Path) -> Iterator[tuple[int, tuple[str, str, float]]]:
-    """``(line, (query id, doc id, grade))`` per row; the header line is recognised and skipped.
-
-    The header is the first non-blank line when its score column is not a number (BEIR
-    writes ``query-id corpus-id score``); a file without one loses no judgment.
-    """
-    first = True
-    for number, text in _decoded_lines(path):
-        text = text.rstrip("\r\n")
-        if not text.strip():
-            continue
-        cells = text.split("\t")
-        if first:
-            first = False
-            if len(cells) == 3 and (
-                tuple(c.strip().lower() for c in cells) == _QRELS_HEADER or not _is_number(cells[2])
-            ):
-                continue
-        if len(cells) != 3:
-            raise DatasetError(
-                str(path),
-                f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(cells)}",
-                line=number,
-            )
-        qid, did, score = (c.strip() for c in cells)
-        if not qid:
-            raise DatasetError(str(path), "empty id", line=number, field="query-id")
-        if not did:
-            raise DatasetError(str(path), "empty id", line=number, field="corpus-id")
-        if not _is_number(score):
-            raise DatasetError(
-                str(path), f"expected a number, got {score!r}", line=number, field="score"
-            )
-        yield number, (qid, did, float(score))
-
-
-def _is_number(text: str) -> bool:
-    try:
-        return math.isfinite(float(text))
-    except ValueError:
-        return False
+def _check_settings(
+    split: object, limit: object, corpus_limit: object, min_grade: object
+) -> None:
+    """A ``ConfigError`` naming the first bad setting."""
+    if not isinstance(split, str) or not split or "/" in split or "\\" in split:
+        raise ConfigError(f"dataset.split: expected a split name such as test, got {split!r}")
+    for name, value in (("limit", limit), ("corpus_limit", corpus_limit)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise ConfigError(f"dataset.{name}: expected a number >= 0 or null, got {value!r}")
+    if (
+        isinstance(min_grade, bool)
+        or not isinstance(min_grade, (int, float))
+        or not math.isfinite(min_grade)
+    ):
+        raise ConfigError(f"dataset.min_grade: expected a number, got {min_grade!r}")

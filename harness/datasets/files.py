@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.datasets.records import RecordParser, field_map
 from harness.errors import DatasetError
-from harness.types import RagSample
+from harness.types import Corpus, RagSample
 
 _BLOCK = 1 << 20
 
@@ -53,13 +53,16 @@ class FileDataset:
     """
 
     format = "file"
+    #: The lowest reference grade that counts as relevant.
+    min_grade: float = 1.0
 
-    def __init__(self, path: str | os.PathLike[str] | None, fields: Mapping[str, str] | None = None):
+    def __init__(
+        self, path: str | os.PathLike[str] | None, fields: Mapping[str, str] | None = None
+    ) -> None:
         if path is None or str(path) == "":
-            raise DatasetError(
-                f"dataset={self.format}", "no file given; set dataset.path=FILE"
-            )
+            raise DatasetError(f"dataset={self.format}", "no file given; set dataset.path=FILE")
         self.path = Path(path).expanduser()
+        self.source = str(self.path)
         self.fields = field_map(fields)
         self._hasher = hashlib.sha256()
         self._complete = False
@@ -84,6 +87,10 @@ class FileDataset:
     def describe(self) -> dict[str, Any]:
         """What a reader of the outputs needs to know about the data."""
         return {"format": self.format, "path": str(self.path)}
+
+    def corpus(self) -> Corpus | None:
+        """None: a file of samples has no corpus to search."""
+        return None
 
     def sha256(self) -> str:
         """Content hash of the whole file (computed while reading when read to the end)."""
@@ -150,7 +157,9 @@ class JsonlDataset(FileDataset):
                 ) from None
             except (ValueError, RecursionError) as e:  # a 5,000-digit number, deep nesting
                 what = "nested too deeply" if isinstance(e, RecursionError) else str(e)
-                raise DatasetError(str(self.path), f"not valid JSON ({what})", line=number) from None
+                raise DatasetError(
+                    str(self.path), f"not valid JSON ({what})", line=number
+                ) from None
             yield parser.parse(raw, number - 1, number)
             count += 1
 
@@ -207,9 +216,11 @@ class CsvDataset(FileDataset):
                         f"has {len(row)} columns but the header has {len(header)}",
                         line=reader.line_num,
                     )
-                yield parser.parse(dict(zip(header, row)), index, reader.line_num)
+                yield parser.parse(dict(zip(header, row, strict=True)), index, reader.line_num)
         except csv.Error as e:
-            raise DatasetError(str(self.path), f"malformed CSV ({e})", line=reader.line_num) from None
+            raise DatasetError(
+                str(self.path), f"malformed CSV ({e})", line=reader.line_num
+            ) from None
 
 
 def _allow_large_cells() -> None:

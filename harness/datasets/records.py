@@ -35,7 +35,7 @@ def field_map(fields: Mapping[str, str] | None) -> dict[str, str]:
             continue
         if ours not in mapping:
             raise ConfigError(
-                f"dataset.fields: unknown field {ours!r}{closest(ours, mapping)}; "
+                f"dataset.fields: unknown field {ours!r}{closest(ours, list(mapping))}; "
                 f"the fields are {', '.join(mapping)}"
             )
         if not isinstance(theirs, str) or not theirs:

@@ -1,0 +1,132 @@
+"""The statistics of ``compare``: bootstrap intervals of a mean, paired tests, the ranking.
+
+numpy and scipy load when a function first needs them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+
+def bootstrap_ci(
+    values: ArrayLike, resamples: int, confidence: float, seed: int
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean, resampling ``values`` with replacement."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    rng, means, chunk = np.random.default_rng(seed), [], max(1, 2**22 // len(x))
+    for start in range(0, resamples, chunk):
+        idx = rng.integers(0, len(x), size=(min(chunk, resamples - start), len(x)))
+        means.append(x[idx].mean(axis=1))
+    alpha = (1.0 - confidence) / 2
+    lo, hi = np.quantile(np.concatenate(means), [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+def sign_flip_p(diffs: ArrayLike, resamples: int, seed: int) -> tuple[float, str]:
+    """Two-sided p-value of a paired sign-flip test of mean(diffs) == 0.
+
+    Exact (all ``2**m`` sign patterns of the ``m`` non-zero differences) when that is no
+    more than ``resamples``; otherwise ``(1 + hits) / (1 + resamples)`` over random flips.
+
+    Returns:
+        ``(p, "exact" | "randomization")``.
+    """
+    import numpy as np
+
+    d = np.asarray(diffs, dtype=float)
+    d = d[d != 0]
+    obs, tol = abs(d.sum()), 1e-9 * (float(np.abs(d).sum()) + 1e-300)
+    if 2 ** len(d) <= resamples:
+        signs = ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1) * 2 - 1
+        return float(np.mean(np.abs(signs @ d) >= obs - tol)), "exact"
+    rng, hits, chunk = np.random.default_rng(seed), 0, max(1, 2**22 // len(d))
+    for start in range(0, resamples, chunk):
+        signs = rng.integers(0, 2, size=(min(chunk, resamples - start), len(d))) * 2 - 1
+        hits += int(np.sum(np.abs(signs @ d) >= obs - tol))
+    return (1 + hits) / (1 + resamples), "randomization"
+
+
+def paired_test(
+    a: dict[str, float], b: dict[str, float], resamples: int = 2000,
+    confidence: float = 0.95, seed: int = 0,
+) -> dict[str, Any]:
+    """Compare per-query values ``a`` and ``b`` (``{query id: value}``) on their shared ids."""
+    import numpy as np
+
+    ids = sorted(a.keys() & b.keys())
+    out: dict[str, Any] = {"n_pairs": len(ids), "n_a": len(a), "n_b": len(b),
+                           "same_queries": a.keys() == b.keys()}
+    if not ids:
+        return {**out, "mean_diff": None, "ci": None, "p_value": None, "p_method": None,
+                "p_wilcoxon": None}
+    d = np.array([a[i] - b[i] for i in ids])
+    p, method = sign_flip_p(d, resamples, seed)
+    out.update(mean_diff=float(d.mean()), ci=list(bootstrap_ci(d, resamples, confidence, seed)),
+               p_value=p, p_method=method, p_wilcoxon=None)
+    try:
+        from scipy.stats import wilcoxon
+    except ImportError:
+        return out
+    if not d.any():
+        out["p_wilcoxon"] = 1.0  # identical values: no evidence of a difference
+        return out
+    with warnings.catch_warnings(), contextlib.suppress(ValueError):
+        warnings.simplefilter("ignore")
+        out["p_wilcoxon"] = float(wilcoxon(d).pvalue)
+    return out
+
+
+def rank_rows(
+    runs: Sequence[Any], values: dict[str, dict[str, float] | None], metric: str,
+    varying: Sequence[str], resamples: int, confidence: float, seed: int,
+) -> list[dict[str, Any]]:
+    """One row per MLflow run, ranked by ``metric`` (descending; runs without it last)."""
+    rows = []
+    for r in runs:
+        v, m = values[r.info.run_id], r.data.metrics
+        rows.append({
+            "run_id": r.info.run_id, "run_name": r.info.run_name or r.info.run_id,
+            "value": m.get(metric),
+            "ci": list(bootstrap_ci(list(v.values()), resamples, confidence, seed)) if v else None,
+            "n": len(v) if v else (int(m["n_scored"]) if metric == "mean" and "n_scored" in m
+                                   else None),
+            "params": {k: r.data.params.get(k, "") for k in varying},
+            "dataset_sha256": r.data.tags.get("dataset.sha256"),
+        })
+    rows.sort(key=lambda r: (r["value"] is None, -(r["value"] or 0.0), r["run_name"]))
+    for i, row in enumerate(rows, 1):
+        row["rank"] = i
+    return rows
+
+
+def top_two(
+    rows: Sequence[dict[str, Any]], values: dict[str, dict[str, float] | None], notes: list[str],
+    resamples: int, confidence: float, seed: int,
+) -> dict[str, Any] | None:
+    """The paired test of rows #1 and #2; warnings about what they differ in go to ``notes``."""
+    if len(rows) < 2 or rows[1]["value"] is None:
+        return None
+    a, b = rows[0], rows[1]
+    va, vb = values[a["run_id"]], values[b["run_id"]]
+    if not (va and vb):
+        notes.append("no paired test: #1 or #2 has no per-query values")
+        return None
+    test = {"run_a": {"id": a["run_id"], "name": a["run_name"]},
+            "run_b": {"id": b["run_id"], "name": b["run_name"]},
+            **paired_test(va, vb, resamples, confidence, seed),
+            "same_dataset": a["dataset_sha256"] == b["dataset_sha256"]}
+    if not test["same_queries"]:
+        notes.append(f"#1 and #2 were scored on different query sets ({test['n_a']} and "
+                     f"{test['n_b']} queries); the test uses the {test['n_pairs']} in both")
+    if not test["same_dataset"]:
+        notes.append(f"#1 and #2 ran on different datasets (dataset.sha256 "
+                     f"{str(a['dataset_sha256'])[:12]} vs {str(b['dataset_sha256'])[:12]})")
+    return test

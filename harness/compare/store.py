@@ -1,0 +1,104 @@
+"""The MLflow side of ``compare``: open the store, select a sweep's runs, read their
+per-query values, and log the outputs."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError, TrackingError, closest
+from harness.redact import redact_uri
+from harness.tracking.store import client
+
+
+def open_experiment(uri: str, experiment: str) -> tuple[Any, Any]:
+    """The ``MlflowClient`` of ``uri`` and the experiment named ``experiment``.
+
+    Raises:
+        TrackingError: No SQLite file at ``uri``, or no such experiment (with a
+            did-you-mean).
+    """
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+        raise TrackingError(f"no MLflow store at {uri} (set tracking_uri= or $MLFLOW_TRACKING_URI)")
+    c = client(uri)
+    exp = c.get_experiment_by_name(experiment)
+    if exp is None:
+        names = [e.name for e in c.search_experiments()]
+        hint = closest(experiment, names)
+        raise TrackingError(f"no experiment {experiment!r} in {redact_uri(uri)}{hint}")
+    return c, exp
+
+
+def search(c: Any, exp_id: str, filter_string: str) -> list[Any]:
+    """Every run of the experiment matching ``filter_string`` (all result pages)."""
+    runs: list[Any] = []
+    token = None
+    while True:
+        page = c.search_runs([exp_id], filter_string, max_results=1000, page_token=token)
+        runs += list(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def select_runs(c: Any, exp_id: str, sweep: str) -> tuple[list[Any], str | None]:
+    """The runs to compare and the parent run id (``None`` for ``sweep=all``)."""
+    if sweep == "all":
+        runs = search(c, exp_id, "attributes.status = 'FINISHED'")
+        return [r for r in runs if r.data.tags.get("harness.sweep") != "parent"
+                and r.data.tags.get("harness.compare") != "true"], None
+    if sweep == "latest":
+        found = c.search_runs([exp_id], "tags.`harness.sweep` = 'parent'", max_results=1,
+                              order_by=["attributes.start_time DESC"])
+        if not found:
+            raise TrackingError("no sweep in this experiment; use sweep=all to compare single runs")
+        parent = found[0].info.run_id
+    else:
+        try:
+            run = c.get_run(sweep)
+        except Exception:
+            raise ConfigError(
+                f"sweep: no run with id {sweep!r}; use latest, all or a parent run id"
+            ) from None
+        if run.data.tags.get("harness.sweep") != "parent":
+            raise ConfigError(f"sweep: run {sweep} is not a sweep's parent run")
+        parent, exp_id = sweep, run.info.experiment_id
+    children = search(c, exp_id, f"tags.`mlflow.parentRunId` = '{parent}' "
+                      "and attributes.status = 'FINISHED'")
+    return children, parent
+
+
+def per_query(c: Any, run_id: str, metric: str, tmp: Path) -> dict[str, float] | None:
+    """``{id: value}`` from the run's samples.jsonl; ``None`` when it has no such values."""
+    try:
+        path = c.download_artifacts(run_id, "samples.jsonl", str(tmp / run_id))
+    except Exception:
+        return None
+    # MLflow forbids "@" in metric names: ndcg_at_10, ndcg:10 or ndcg/10 may log row key ndcg@10
+    keys = ["score"] if metric == "mean" else [metric] + [
+        metric.replace(sep, "@") for sep in ("_at_", ":", "/") if sep in metric]
+    values: dict[str, float] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            v = next((row[k] for k in keys if k in row), None)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                values[str(row["id"])] = float(v)
+    return values or None
+
+
+def log_outputs(c: Any, experiment_id: str, parent: str | None, files: Sequence[Path]) -> str:
+    """Log ``files`` under ``compare/`` in the parent run, or in a new finished run named
+    ``compare`` (tag ``harness.compare=true``) when there is none; return its id."""
+    from harness import __version__
+
+    tags = {"harness.compare": "true", "harness.version": __version__}
+    target: str = parent or c.create_run(experiment_id, run_name="compare", tags=tags).info.run_id
+    for f in files:
+        c.log_artifact(target, str(f), artifact_path="compare")
+    if not parent:
+        c.set_terminated(target, "FINISHED")
+    return target
