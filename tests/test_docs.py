@@ -1,0 +1,429 @@
+"""The README's option tables and docs/metrics.md agree with conf/ and the code.
+
+Fast: file reads, plus the shared ranking function and the README's example metric run
+in-process (no CLI). conf/ is read at test time, so a new option, key or default in conf/
+fails here until the docs say it too.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import CONF, ROOT
+
+README_PATH = ROOT / "README.md"
+METRICS_DOC = ROOT / "docs" / "metrics.md"
+DASH = "—"
+
+Table = list[dict[str, str]]
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+def read(path: Path) -> str:
+    return path.read_text("utf-8")
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(read(path)) or {}
+    assert isinstance(data, dict), path
+    return data
+
+
+def split_row(line: str) -> list[str]:
+    """The cells of a markdown table row (``\\|`` inside a cell is not a separator)."""
+    cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
+    return [c.strip() for c in cells]
+
+
+def tables(text: str) -> list[tuple[list[str], Table]]:
+    """Every markdown table in ``text``: its header cells and its rows as dicts."""
+    found: list[tuple[list[str], Table]] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines) - 1:
+        if lines[i].startswith("|") and re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", lines[i + 1].strip()):
+            header = split_row(lines[i])
+            rows: Table = []
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(dict(zip(header, split_row(lines[i]), strict=True)))
+                i += 1
+            found.append((header, rows))
+        else:
+            i += 1
+    return found
+
+
+def table_with_header(text: str, *header: str) -> tuple[list[str], Table]:
+    """The one table whose header starts with the cells ``header``."""
+    n = len(header)
+    matches = [(h, rows) for h, rows in tables(text) if tuple(h[:n]) == header]
+    assert len(matches) == 1, f"expected one table headed {header}, found {len(matches)}"
+    return matches[0]
+
+
+def table(text: str, *header: str) -> Table:
+    """The rows of the one table whose header starts with ``header``."""
+    return table_with_header(text, *header)[1]
+
+
+def ticked(cell: str) -> list[str]:
+    """The backticked words of a cell, in order."""
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def render(value: Any) -> str:
+    """A YAML scalar as the README writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(render(v) for v in value) + "]"
+    return str(value)
+
+
+def strip_fences(text: str) -> str:
+    return re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def section(text: str, heading: str) -> str:
+    """The text under a heading line, up to the next heading of the same or a higher level
+    (``#`` lines inside fenced code are not headings)."""
+    level = len(heading.split(" ", 1)[0])
+    lines = text.splitlines()
+    start = lines.index(heading) + 1
+    fenced = False
+    for i in range(start, len(lines)):
+        if lines[i].startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(rf"#{{1,{level}}} ", lines[i]):
+            return "\n".join(lines[start:i])
+    return "\n".join(lines[start:])
+
+
+def groups() -> list[str]:
+    """Every config group in conf/: ``dataset``, ..., ``hydra/launcher``."""
+    out = []
+    for d in sorted(p for p in CONF.rglob("*") if p.is_dir()):
+        if any(d.glob("*.yaml")):
+            out.append(d.relative_to(CONF).as_posix())
+    return out
+
+
+def options(group: str) -> set[str]:
+    return {p.stem for p in (CONF / group).glob("*.yaml")}
+
+
+def defaults() -> dict[str, Any]:
+    """``group -> default option`` from conf/config.yaml's defaults list."""
+    out: dict[str, Any] = {}
+    for item in load_yaml(CONF / "config.yaml")["defaults"]:
+        if isinstance(item, dict):
+            (key, value), = item.items()
+            key = key.removeprefix("optional ").removeprefix("override ")
+            out[key.split("@", 1)[0]] = value
+    return out
+
+
+def option_keys(path: Path) -> dict[str, Any]:
+    """The settings a group option file defines: its keys, less Hydra's, plus the packages
+    its defaults list fills (``- /retriever@retrievers.bm25: bm25`` fills ``retrievers``)."""
+    data = load_yaml(path)
+    keys = {k: v for k, v in data.items() if k not in ("_target_", "_recursive_", "defaults")}
+    for item in data.get("defaults") or []:
+        name = next(iter(item)) if isinstance(item, dict) else str(item)
+        if "@" in name:
+            package = name.split("@", 1)[1].split(".")[0]
+            part = name.split("@", 1)[1].split(".", 1)[-1]
+            entry = keys.setdefault(package, {})
+            if isinstance(entry, dict):
+                entry.setdefault(part, None)
+    return keys
+
+
+def github_slug(heading: str) -> str:
+    text = heading.strip().lower()
+    text = "".join(
+        c for c in text if c in " -_" or unicodedata.category(c)[0] in ("L", "N")
+    )
+    return text.replace(" ", "-")
+
+
+README = read(README_PATH)
+
+
+# ------------------------------------------------------------------ config groups
+
+
+def test_group_table_lists_every_group_and_option() -> None:
+    rows = {ticked(r["group"])[0]: r for r in table(README, "group")}
+    assert set(rows) == set(groups()) - {"hydra"}, "README 'Config groups' table vs conf/"
+    for group, row in rows.items():
+        listed = set(ticked(row["options"]))
+        assert listed == options(group), f"README options of {group!r} vs conf/{group}/"
+
+
+def test_group_table_marks_the_defaults() -> None:
+    rows = {ticked(r["group"])[0]: r for r in table(README, "group")}
+    for group, row in rows.items():
+        marked = set(re.findall(r"`([^`]+)` \(default\)", row["options"]))
+        default = defaults().get(group)
+        if isinstance(default, str) and not default.startswith("${"):
+            assert marked == {default}, f"default of {group!r}: conf says {default!r}"
+        else:
+            assert not marked, f"{group!r} has no fixed default option in conf/config.yaml"
+
+
+# ------------------------------------------------------------------- run.* keys
+
+
+def test_run_table_matches_config_yaml() -> None:
+    run = load_yaml(CONF / "config.yaml")["run"]
+    rows = {ticked(r["key"])[0]: r for r in table(README, "key")}
+    assert set(rows) == {f"run.{k}" for k in run}, "README run table vs conf/config.yaml run:"
+    for key, value in run.items():
+        assert ticked(rows[f"run.{key}"]["default"]) == [render(value)], f"default of run.{key}"
+
+
+def test_top_level_keys_are_documented() -> None:
+    config = load_yaml(CONF / "config.yaml")
+    for key in set(config) - {"defaults", "hydra", "run"}:
+        assert f"`{key}`" in README, key
+
+
+# ------------------------------------------------------------ group option tables
+
+
+#: ``group -> first header cell`` of the README tables listing each option's keys.
+SETTINGS_TABLES = {"retriever": "`retriever` key", "rerank": "`rerank` key"}
+
+
+@pytest.mark.parametrize("group", sorted(SETTINGS_TABLES))
+def test_settings_table_matches_every_option_file(group: str) -> None:
+    if not (CONF / group).is_dir():
+        pytest.skip(f"no conf/{group}/")
+    header, rows = table_with_header(README, SETTINGS_TABLES[group])
+    columns = {ticked(h)[0]: h for h in header[1:] if ticked(h)}
+    assert set(columns) == options(group), f"README {group} table columns vs conf/{group}/"
+    by_key = {ticked(r[header[0]])[0]: r for r in rows}
+    for option, column in columns.items():
+        keys = option_keys(CONF / group / f"{option}.yaml")
+        documented = {k for k, r in by_key.items() if r[column] != DASH}
+        assert documented == set(keys), f"README {group} table, column {option!r} vs its keys"
+        for key, value in keys.items():
+            cell = by_key[key][column]
+            if isinstance(value, dict):
+                parts = set(value)
+            elif isinstance(value, list) and all(isinstance(v, dict) for v in value):
+                parts = {str(v.get("_target_", "")).split(".")[-2] for v in value}
+            else:
+                assert ticked(cell)[:1] == [render(value)], f"{group}={option} {key}: {cell!r}"
+                continue
+            assert parts <= set(ticked(cell)), f"{group}={option} {key}: {cell!r} vs {parts}"
+
+
+# ------------------------------------------------------------- logged to MLflow
+
+
+def param_groups() -> set[str]:
+    """The config groups logged as MLflow params, as the code names them."""
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        match = re.search(r"^PARAM_GROUPS\b[^=]*=\s*\(([^)]*)\)", read(path), re.MULTILINE)
+        if match:
+            return set(re.findall(r"[\"'](\w+)[\"']", match.group(1)))
+    pytest.fail("no PARAM_GROUPS = (...) in harness/: point this test at the logged groups")
+
+
+def test_logged_params_row_names_the_logged_groups() -> None:
+    rows = {r["logged as"]: r for r in table(README, "logged as")}
+    assert set(rows) == {"params", "metrics", "tags", "artifacts"}
+    named = {w for w in ticked(rows["params"]["what"]) if re.fullmatch(r"\w+", w)}
+    config = load_yaml(CONF / "config.yaml")
+    assert named <= set(groups()) | set(config), "params row names something not in conf/"
+    assert param_groups() <= named, "params row misses a group the code logs"
+    metrics = set(ticked(rows["metrics"]["what"]))
+    assert render(config["run"]["objective"]) in metrics  # the default objective is logged
+    if config["run"].get("retrieval_ks"):
+        assert {"recall_at_<k>", "ndcg_at_<k>", "mrr"} <= metrics
+    artifacts = set(ticked(rows["artifacts"]["what"]))
+    assert {"config.yaml", "samples.jsonl", "summary.json"} <= artifacts
+
+
+# ------------------------------------------------------------------------ layout
+
+
+def _ignored(name: str) -> bool:
+    patterns = [p.strip().rstrip("/") for p in read(ROOT / ".gitignore").splitlines()]
+    return any(p and fnmatch(name, p) for p in patterns)
+
+
+def test_layout_names_every_folder_and_group() -> None:
+    block = section(README, "## Layout").split("```", 2)[1]
+    conf_text = block.split("conf/", 1)[1].split("\ndocs/", 1)[0]
+    named_groups = set(re.findall(r"[\w/]+", conf_text.split("(", 1)[1].split(")", 1)[0]))
+    assert named_groups == set(groups()) - {"hydra"}, "Layout's conf/ groups vs conf/"
+    top = {
+        p.name for p in ROOT.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and not _ignored(p.name)
+        and p.name != "shared"
+    }
+    for name in top:
+        assert re.search(rf"^{re.escape(name)}/", block, re.MULTILINE), f"Layout lacks {name}/"
+    harness_text = block.split("harness/", 1)[1].split("\ntests/", 1)[0]
+    packages = {
+        p.name for p in (ROOT / "harness").iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
+    assert packages <= set(re.findall(r"(\w+)/", harness_text)), "Layout's harness/ folders"
+    assert ".ci/run" in block and (ROOT / ".ci" / "run").is_file()
+
+
+# -------------------------------------------------------------- links and names
+
+
+def test_contents_links_every_section() -> None:
+    contents = section(README, "## Contents")
+    anchors = set(re.findall(r"\]\(#([^)]+)\)", contents))
+    headings = re.findall(r"^## (.+)$", strip_fences(README), re.MULTILINE)
+    slugs = {github_slug(h) for h in headings}
+    assert anchors <= slugs, f"dead links in Contents: {anchors - slugs}"
+    wanted = {github_slug(h) for h in headings if not h.startswith(("Quick start", "Contents"))}
+    assert wanted <= anchors, f"Contents lacks {wanted - anchors}"
+
+
+#: Names the README's "Adding" section makes up for its examples.
+EXAMPLES = ("first_hit", "my_search")
+
+
+def checked_text(doc: Path) -> str:
+    """The prose of ``doc`` (fenced code left out) plus the README's architecture sketch."""
+    text = read(doc)
+    extra = ""
+    if doc == README_PATH:
+        extra = section(text, "## Architecture in one screen").split("```", 2)[1]
+    return strip_fences(text) + "\n" + extra
+
+
+@pytest.mark.parametrize("doc", [README_PATH, METRICS_DOC], ids=lambda p: p.name)
+def test_paths_named_in_docs_exist(doc: Path) -> None:
+    text = checked_text(doc)
+    spans = re.findall(r"`([^`\n]+)`", text) + re.findall(r"\]\(([^)#]+)[)#]", text)
+    spans += re.findall(r"(?<![\w/.])(?:harness|conf)/[\w/]+\.(?:py|yaml)\b", text)
+    missing = [
+        span for span in spans
+        if re.fullmatch(r"(harness|conf|tests|benchmarks|docs|experiments|\.ci)/[\w./-]*", span)
+        and not any(e in span for e in EXAMPLES)
+        and not (ROOT / span).exists()
+    ]
+    assert not missing, f"{doc.name} names paths that do not exist: {sorted(set(missing))}"
+
+
+@pytest.mark.parametrize("doc", [README_PATH, METRICS_DOC], ids=lambda p: p.name)
+def test_dotted_names_in_docs_exist(doc: Path) -> None:
+    """``harness.a.b.Name`` in a doc is a module file that defines ``Name``."""
+    missing = []
+    for name in set(re.findall(r"\bharness(?:\.\w+)+", read(doc))):
+        parts = name.split(".")
+        if any(e in name for e in EXAMPLES):
+            continue
+        if len(parts) < 3 and not any(p[:1].isupper() for p in parts):
+            continue  # harness.evaluate, harness.compare, tag names such as harness.version
+        for cut in range(len(parts), 0, -1):
+            base = ROOT.joinpath(*parts[:cut])
+            module = base.with_suffix(".py")
+            if not module.is_file():
+                module = base / "__init__.py"
+            if module.is_file():
+                rest = parts[cut:]
+                if rest and not re.search(
+                    rf"^\s*(class|def|async def)\s+{rest[0]}\b|^{rest[0]}\b.*=",
+                    read(module),
+                    re.MULTILINE,
+                ):
+                    missing.append(name)
+                break
+        else:
+            missing.append(name)
+    assert not missing, f"{doc.name} names what harness/ does not define: {sorted(set(missing))}"
+
+
+# ------------------------------------------------------------------ docs/metrics.md
+
+
+METRICS = read(METRICS_DOC)
+
+
+def test_readme_points_to_metrics_doc() -> None:
+    assert "(docs/metrics.md" in README
+
+
+def test_metrics_doc_variant_table_matches_conf() -> None:
+    target_column = "`_target_` (conf/metric/)"
+    rows = {ticked(r["option"])[0]: r for r in table(METRICS, "option", target_column)}
+    assert set(rows) == options("metric"), "docs/metrics.md variant table vs conf/metric/"
+    for option, row in rows.items():
+        target = load_yaml(CONF / "metric" / f"{option}.yaml")["_target_"]
+        assert ticked(row[target_column]) == [target], option
+
+
+def test_metrics_doc_eps_defaults_match_conf() -> None:
+    rows = {ticked(r["option"])[0]: r for r in table(METRICS, "option", "default `eps`")}
+    ranked = {o for o in options("metric") if "eps" in load_yaml(CONF / "metric" / f"{o}.yaml")}
+    ranked -= {o for o in ranked
+               if load_yaml(CONF / "metric" / f"{o}.yaml").get("aggregate") == "set_precision"}
+    assert set(rows) == ranked
+    for option, row in rows.items():
+        eps = load_yaml(CONF / "metric" / f"{option}.yaml")["eps"]
+        assert float(ticked(row["default `eps`"])[0]) == float(eps), option
+
+
+def test_metrics_doc_reference_values_are_what_the_code_returns() -> None:
+    from harness.metrics.ranking import average_precision
+
+    rows = table(METRICS, "verdicts")
+    assert len(rows) >= 10
+    for row in rows:
+        verdicts = yaml.safe_load(ticked(row["verdicts"])[0])
+        for column, eps in (("ragas (`eps` 1e-10)", 1e-10), ("deepeval (`eps` 0)", 0.0)):
+            if row[column] != DASH:
+                assert repr(average_precision(verdicts, eps)) == ticked(row[column])[0], (
+                    verdicts, column,
+                )
+
+
+def test_metrics_doc_names_every_metric_option_setting() -> None:
+    """Every setting of a metric option is explained as ``metric.<key>`` or in its section."""
+    for option in options("metric"):
+        for key in option_keys(CONF / "metric" / f"{option}.yaml"):
+            if key in ("name", "judge", "prompt"):
+                continue
+            assert f"metric.{key}" in METRICS or f"`{key}`" in METRICS, (option, key)
+
+
+def test_readme_python_blocks_compile() -> None:
+    for block in re.findall(r"^```python\n(.*?)^```", README, re.DOTALL | re.MULTILINE):
+        compile(block, "README.md", "exec")
+
+
+def test_readme_metric_example_scores() -> None:
+    """The README's example metric runs as written."""
+    block = section(README, "## Adding a variant or a retriever").split("```python", 1)[1]
+    namespace: dict[str, Any] = {}
+    exec(block.split("```", 1)[0], namespace)  # noqa: S102 - the README's own example
+    from harness.types import RagSample
+
+    metric = namespace["FirstHit"]("first_hit")
+    results = metric.score_batch([
+        RagSample("a", retrieved_context_ids=("x", "y"), reference_context_ids=("y",)),
+        RagSample("b", retrieved_context_ids=("x",), reference_context_ids=("z",)),
+        RagSample("c", retrieved_context_ids=("x",)),
+    ])
+    assert [r.score for r in results] == [0.5, 0.0, None]
