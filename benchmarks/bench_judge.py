@@ -27,7 +27,9 @@ from common import PYTHON, REPO, machine, markdown_table, write_results
 sys.path.insert(0, str(REPO))
 
 
-def start_server(labels: Path, latency_ms: float, concurrency: int) -> tuple[subprocess.Popen[str], str]:
+def start_server(
+    labels: Path, latency_ms: float, concurrency: int
+) -> tuple[subprocess.Popen[str], str]:
     """Start the test judge in its own process; return it and its base URL."""
     proc = subprocess.Popen(
         [PYTHON, str(REPO / "tests" / "judge_server.py"), "--port", "0", "--labels", str(labels),
@@ -37,7 +39,8 @@ def start_server(labels: Path, latency_ms: float, concurrency: int) -> tuple[sub
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     if not line.startswith("READY "):
-        raise RuntimeError(f"judge server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+        err = proc.stderr.read() if proc.stderr else ""
+        raise RuntimeError(f"judge server did not start: {line!r} {err}")
     return proc, line.split(" ", 1)[1]
 
 
@@ -47,26 +50,34 @@ def make_samples(n: int, chunks: int) -> tuple[list[Any], list[dict[str, Any]]]:
 
     samples, labels = [], []
     for i in range(n):
-        texts = [f"Passage {k} retrieved for question {i}: " + "lorem ipsum " * 20 for k in range(chunks)]
+        texts = [
+            f"Passage {k} retrieved for question {i}: " + "lorem ipsum " * 20
+            for k in range(chunks)
+        ]
         for k, t in enumerate(texts):
             labels.append({"chunk": t, "label": int((i + k) % 3 == 0)})
-        samples.append(RagSample(id=str(i), user_input=f"Question number {i}?", reference=f"Answer {i}.",
-                                 response=f"Answer {i}.", retrieved_contexts=tuple(texts)))
+        samples.append(RagSample(id=str(i), user_input=f"Question number {i}?",
+                                 reference=f"Answer {i}.", response=f"Answer {i}.",
+                                 retrieved_contexts=tuple(texts)))
     return samples, labels
 
 
-def run_ours(base_url: str, samples: list[Any], metric_name: str, concurrency: int) -> dict[str, Any]:
+def run_ours(
+    base_url: str, samples: list[Any], metric_name: str, concurrency: int
+) -> dict[str, Any]:
     """Our metric, as the runner drives it (one batch)."""
     import yaml
 
     from harness.judges.openai_chat import OpenAIJudge
-    from harness.metrics.llm import ContextualPrecision, LLMContextPrecision
+    from harness.metrics.listwise import ContextualPrecision
+    from harness.metrics.llm import LLMContextPrecision
     from harness.prompts.template import PromptTemplate
 
     data = yaml.safe_load((REPO / "conf" / "prompt" / f"{metric_name}.yaml").read_text())
     data.pop("_target_")
     prompt = PromptTemplate(**data)
-    judge = OpenAIJudge("test-judge", base_url=base_url, api_key_env=None, max_concurrency=concurrency,
+    judge = OpenAIJudge("test-judge", base_url=base_url, api_key_env=None,
+                        max_concurrency=concurrency,
                         cache=False)  # measure calls, not cache hits
     cls = ContextualPrecision if metric_name == "contextual_precision" else LLMContextPrecision
     metric = cls(metric_name, judge, prompt)
@@ -76,7 +87,8 @@ def run_ours(base_url: str, samples: list[Any], metric_name: str, concurrency: i
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     metric.close()
     assert all(r.score is not None for r in results), [r.error for r in results if r.error][:3]
-    return {"wall_s": wall, "cpu_s": cpu, "calls": judge.stats.calls, "scores": [r.score for r in results]}
+    return {"wall_s": wall, "cpu_s": cpu, "calls": judge.stats.calls,
+            "scores": [r.score for r in results]}
 
 
 async def _plain(base_url: str, samples: list[Any], concurrency: int) -> int:
@@ -88,14 +100,17 @@ async def _plain(base_url: str, samples: list[Any], concurrency: int) -> int:
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="x")
     gate = asyncio.Semaphore(concurrency)
-    fmt = {"type": "json_schema", "json_schema": {"name": "v", "strict": True, "schema": SCHEMAS["pointwise"]}}
+    fmt = {"type": "json_schema",
+           "json_schema": {"name": "v", "strict": True, "schema": SCHEMAS["pointwise"]}}
 
     async def one(question: str, chunk: str) -> int:
         async with gate:
             r = await client.chat.completions.create(
                 model="test-judge", temperature=0,
                 messages=[{"role": "system", "content": "Judge."},
-                          {"role": "user", "content": f"<question>\n{question}\n</question>\n\n<context>\n{chunk}\n</context>"}],
+                          {"role": "user",
+                           "content": f"<question>\n{question}\n</question>\n\n"
+                                      f"<context>\n{chunk}\n</context>"}],
                 response_format=fmt,  # type: ignore[arg-type]
             )
         return int(json.loads(r.choices[0].message.content or "{}")["verdict"])
@@ -126,18 +141,21 @@ def main() -> None:
         labels_path.write_text(json.dumps(labels))
         server, base_url = start_server(labels_path, args.latency_ms, args.concurrency)
         try:
-            runs: dict[str, list[dict[str, Any]]] = {"ours_pointwise": [], "plain_sdk_pointwise": [],
+            runs: dict[str, list[dict[str, Any]]] = {"ours_pointwise": [],
+                                                      "plain_sdk_pointwise": [],
                                                       "ours_listwise_with_reason": []}
             for _ in range(args.rounds):
-                runs["ours_pointwise"].append(run_ours(base_url, samples, "llm_with_reference", args.concurrency))
+                runs["ours_pointwise"].append(
+                    run_ours(base_url, samples, "llm_with_reference", args.concurrency))
                 runs["plain_sdk_pointwise"].append(run_plain(base_url, samples, args.concurrency))
                 runs["ours_listwise_with_reason"].append(
                     run_ours(base_url, samples, "contextual_precision", args.concurrency))
         finally:
             server.terminate()
             server.wait(timeout=10)
-    rows, result = [], {"benchmark": "bench_judge", "machine": machine(), "n_samples": n, "chunks": 5,
-                        "latency_ms": args.latency_ms, "server_concurrency": args.concurrency,
+    rows, result = [], {"benchmark": "bench_judge", "machine": machine(), "n_samples": n,
+                        "chunks": 5, "latency_ms": args.latency_ms,
+                        "server_concurrency": args.concurrency,
                         "statistic": f"best of {args.rounds} rounds", "runs": {}}
     for name, rs in runs.items():
         best = min(rs, key=lambda r: r["wall_s"])
@@ -145,10 +163,12 @@ def main() -> None:
         limit = calls * args.latency_ms / 1000 / args.concurrency
         cpu_ms = min(r["cpu_s"] for r in rs) / calls * 1000
         result["runs"][name] = {"wall_s": best["wall_s"], "calls": calls, "limit_s": limit,
-                                "wall_over_limit": best["wall_s"] / limit, "cpu_ms_per_call": cpu_ms}
-        rows.append([name, calls, f"{best['wall_s']:.2f}", f"{limit:.2f}", f"{best['wall_s'] / limit:.2f}×",
-                     f"{cpu_ms:.2f}"])
-    print(markdown_table(["client", "calls", "wall s", "limit s", "wall / limit", "CPU ms / call"], rows))
+                                "wall_over_limit": best["wall_s"] / limit,
+                                "cpu_ms_per_call": cpu_ms}
+        rows.append([name, calls, f"{best['wall_s']:.2f}", f"{limit:.2f}",
+                     f"{best['wall_s'] / limit:.2f}×", f"{cpu_ms:.2f}"])
+    headers = ["client", "calls", "wall s", "limit s", "wall / limit", "CPU ms / call"]
+    print(markdown_table(headers, rows))
     print(f"results: {write_results('bench_judge', result)}")
 
 

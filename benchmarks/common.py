@@ -73,15 +73,14 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
 
     def line(row: Sequence[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + " |"
 
     rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
 
 
 # Plain English words; texts drawn from them look like prose to an edit distance.
-WORDS: tuple[str, ...] = tuple(
-    """the of and to in is was for that on with as by at from it be this are an or which
+_WORDS_TEXT = """the of and to in is was for that on with as by at from it be this are an or which
     were have has not but had they their one all can more been its also there other when
     who into than some these would first only time after most over new years such may two
     many about during between used while under both because made where known being people
@@ -92,8 +91,8 @@ WORDS: tuple[str, ...] = tuple(
     retrieval context question answer document passage relevant ranking precision source
     report study result method value level order general form small high long great part
     area line work life name house book change point policy support service
-    """.split()
-)
+    """
+WORDS: tuple[str, ...] = tuple(_WORDS_TEXT.split())
 
 
 def english_text(rng: random.Random, min_len: int = 150, max_len: int = 400) -> str:

@@ -51,7 +51,8 @@ class FixtureJudge(DeepEvalBaseLLM):
 
 
 async def main():
-    data = json.load(open(sys.argv[1], encoding="utf-8"))
+    with open(sys.argv[1], encoding="utf-8") as f:
+        data = json.load(f)
     model = FixtureJudge(sys.argv[2])
     sem = asyncio.Semaphore(int(sys.argv[4]) if len(sys.argv) > 4 else 16)
 
@@ -77,7 +78,8 @@ async def main():
         "success": [m.success for m in metrics],
         "reasons_present": sum(1 for m in metrics if m.reason),
     }
-    json.dump(out, open(sys.argv[3], "w", encoding="utf-8"))
+    with open(sys.argv[3], "w", encoding="utf-8") as f:
+        json.dump(out, f)
 
 
 asyncio.run(main())

@@ -12,7 +12,8 @@ from harness import evaluate  # noqa: E402
 
 import_s = time.perf_counter() - t_import
 
-data = json.load(open(sys.argv[1], encoding="utf-8"))
+with open(sys.argv[1], encoding="utf-8") as f:
+    data = json.load(f)
 url, metric, out_path = sys.argv[2], sys.argv[3], sys.argv[4]
 conc = sys.argv[5] if len(sys.argv) > 5 else "16"
 overrides = ["judge=local", f"judge.base_url={url}", "judge.model=test-judge",
@@ -29,4 +30,5 @@ out = {
     "success": [r.get("success") for r in res.rows],
     "summary": {k: v for k, v in res.summary.items() if isinstance(v, (int, float, str))},
 }
-json.dump(out, open(out_path, "w", encoding="utf-8"), default=str)
+with open(out_path, "w", encoding="utf-8") as f:
+    json.dump(out, f, default=str)

@@ -96,7 +96,7 @@ def make_dataset(n: int, seed: int = 20250101) -> tuple[list[dict[str, Any]], li
 
 
 def ap(verdicts: list[int], eps: float) -> float:
-    """METRICS.md section 1, exactly (left to right, one division at the end)."""
+    """docs/metrics.md section 1, exactly (left to right, one division at the end)."""
     total, count = 0.0, 0
     for k, v in enumerate(verdicts, start=1):
         if v:
@@ -173,8 +173,8 @@ def make_venv(root: Path, name: str, packages: list[str], log: list[str]) -> dic
 
 
 def pkg_version(py: Path, dist: str) -> str | None:
-    r = subprocess.run([str(py), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
-                       capture_output=True, text=True)
+    code = f"import importlib.metadata as m; print(m.version({dist!r}))"
+    r = subprocess.run([str(py), "-c", code], capture_output=True, text=True)
     return r.stdout.strip() or None
 
 
@@ -339,7 +339,8 @@ def render(r: dict[str, Any]) -> str:
         "",
         "## Scores",
         "",
-        "| comparison | samples | identical `repr` and verdicts | differences | harness vs METRICS.md formula |",
+        "| comparison | samples | identical `repr` and verdicts | differences "
+        "| harness vs docs/metrics.md formula |",
         "|---|---|---|---|---|",
     ]
     for name, c in r.get("comparisons", {}).items():
@@ -357,14 +358,18 @@ def render(r: dict[str, Any]) -> str:
               "scoring; CPU = user+sys of it and its children via `os.wait4`, the judge "
               "server excluded), then the scoring call alone as measured inside the runner.",
               "",
-              "| run | rc | wall s | CPU s | import s | scoring wall s | scoring CPU s | judge requests |",
+              "| run | rc | wall s | CPU s | import s | scoring wall s | scoring CPU s "
+              "| judge requests |",
               "|---|---|---|---|---|---|---|---|"]
+
+    def num(t: dict[str, Any], key: str) -> str:
+        v = t.get(key)
+        return f"{v:.2f}" if isinstance(v, (int, float)) else "—"
+
     for name, t in runs.items():
-        def f(key: str) -> str:
-            v = t.get(key)
-            return f"{v:.2f}" if isinstance(v, (int, float)) else "—"
-        lines.append(f"| {name} | {t['rc']} | {f('wall_s')} | {f('cpu_s')} | {f('import_s')} | "
-                     f"{f('score_wall_s')} | {f('score_cpu_s')} | "
+        lines.append(f"| {name} | {t['rc']} | {num(t, 'wall_s')} | {num(t, 'cpu_s')} | "
+                     f"{num(t, 'import_s')} | {num(t, 'score_wall_s')} | "
+                     f"{num(t, 'score_cpu_s')} | "
                      f"{t.get('judge_stats', {}).get('requests')} |")
     for peer, info in r["venvs"].items():
         if info.get("install_rc"):

@@ -38,7 +38,8 @@ class Recording(LLMContextPrecisionWithReference):
         return super()._calculate_average_precision(verifications)
 
 
-data = json.load(open(sys.argv[1], encoding="utf-8"))
+with open(sys.argv[1], encoding="utf-8") as f:
+    data = json.load(f)
 url, out_path = sys.argv[2], sys.argv[3]
 conc = int(sys.argv[4]) if len(sys.argv) > 4 else 16
 llm = LangchainLLMWrapper(ChatOpenAI(model="test-judge", base_url=url, api_key="sk-fixture",
@@ -59,4 +60,5 @@ out = {
     "scores": [repr(s) for s in scores],
     "verdicts": [VERDICTS.get(r["user_input"]) for r in rows],
 }
-json.dump(out, open(out_path, "w", encoding="utf-8"))
+with open(out_path, "w", encoding="utf-8") as f:
+    json.dump(out, f)
