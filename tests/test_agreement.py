@@ -1,14 +1,16 @@
 """task=judge_agreement: a judge config against human relevance labels (TREC DL19)."""
 
 import json
+from pathlib import Path
 
 from conftest import SHARED, run_cli
+
 from harness.agreement import agreement
 
 TREC = SHARED / "data" / "trec_dl19_passage_subset"
 
 
-def test_agreement_formulas_by_hand():
+def test_agreement_formulas_by_hand() -> None:
     # 4 pairs: tp, fp, fn, tn -> accuracy 0.5; expected agreement 0.5 -> kappa 0
     r = agreement([1, 0, 1, 0], [1, 1, 0, 0], [2, 1, 3, 0])
     assert (r["accuracy"], r["precision"], r["recall"], r["cohen_kappa"]) == (0.5, 0.5, 0.5, 0.0)
@@ -19,14 +21,14 @@ def test_agreement_formulas_by_hand():
     assert agreement([1, 0], [1, 0], [2, 0])["cohen_kappa"] == 1.0
 
 
-def test_judge_that_disagrees_on_a_known_fraction(tmp_path):
+def test_judge_that_disagrees_on_a_known_fraction(tmp_path: Path) -> None:
     from judge_server import JudgeServer, _unit
 
     queries = {q["_id"]: q["text"] for q in map(json.loads, (TREC / "queries.jsonl").open())}
-    corpus = {}
+    corpus: dict[str, str] = {}
     for d in map(json.loads, (TREC / "corpus.jsonl").open()):
         corpus[d["_id"]] = d["text"] if not d["title"] else f"{d['title']}\n\n{d['text']}"
-    labels = {}
+    labels: dict[str | tuple[str, str], int | float] = {}
     for line in list((TREC / "qrels" / "test.tsv").open())[1:]:
         qid, did, grade = line.split()
         labels[(queries[qid], corpus[did])] = int(float(grade) >= 2)
@@ -49,5 +51,7 @@ def test_judge_that_disagrees_on_a_known_fraction(tmp_path):
     summary = result.summary()
     assert summary["accuracy"] == (60 - disagree) / 60
     assert 0 < disagree < 60 and summary["pairs"] == 60
-    expected = agreement([r["human"] for r in rows], [r["judge"] for r in rows], [r["grade"] for r in rows])
+    expected = agreement(
+        [r["human"] for r in rows], [r["judge"] for r in rows], [r["grade"] for r in rows]
+    )
     assert summary["cohen_kappa"] == expected["cohen_kappa"]

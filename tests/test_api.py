@@ -2,23 +2,31 @@
 
 import asyncio
 import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import run_cli, sample_labels, sample_rows
+from helpers import mlflow_runs
+from judge_server import JudgeServer
 
-from conftest import ROOT, run_cli, sample_labels
-from harness import aevaluate, evaluate
+from harness import EvaluationResult, aevaluate, evaluate
 from harness.errors import DatasetError
 
-ROWS = [json.loads(x) for x in (ROOT / "harness/data/sample_rag.jsonl").read_text("utf-8").splitlines()]
+ROWS = sample_rows()
+Row = dict[str, Any]
 
 
-def ragas_legacy(r):
-    return {"id": r["id"], "question": r["user_input"], "answer": r["response"], "ground_truth": r["reference"],
-            "contexts": r["retrieved_contexts"], "reference_contexts": r["reference_contexts"],
-            "retrieved_context_ids": r["retrieved_context_ids"], "reference_context_ids": r["reference_context_ids"]}
+def ragas_legacy(r: Row) -> Row:
+    return {"id": r["id"], "question": r["user_input"], "answer": r["response"],
+            "ground_truth": r["reference"], "contexts": r["retrieved_contexts"],
+            "reference_contexts": r["reference_contexts"],
+            "retrieved_context_ids": r["retrieved_context_ids"],
+            "reference_context_ids": r["reference_context_ids"]}
 
 
-def deepeval(r):
+def deepeval(r: Row) -> Row:
     return {"id": r["id"], "input": r["user_input"], "actual_output": r["response"],
             "expected_output": r["reference"], "retrieval_context": r["retrieved_contexts"],
             "context": r["reference_contexts"], "retrieved_context_ids": r["retrieved_context_ids"],
@@ -28,19 +36,21 @@ def deepeval(r):
 class Pydanticish:
     """An object like ragas's SingleTurnSample (fields via model_dump)."""
 
-    def __init__(self, data):
+    def __init__(self, data: Row) -> None:
         self._data = data
 
-    def model_dump(self):
+    def model_dump(self) -> Row:
         return dict(self._data)
 
 
-SHAPES = {"ragas": lambda r: r, "ragas_legacy": ragas_legacy, "deepeval": deepeval,
-          "object": lambda r: Pydanticish(r)}
+SHAPES: dict[str, Callable[[Row], object]] = {
+    "ragas": lambda r: r, "ragas_legacy": ragas_legacy, "deepeval": deepeval,
+    "object": Pydanticish,
+}
 
 
 @pytest.mark.parametrize("metric", ["id_based", "id_ranked", "non_llm"])
-def test_api_equals_cli_for_every_input_shape(tmp_path, metric):
+def test_api_equals_cli_for_every_input_shape(tmp_path: Path, metric: str) -> None:
     cli = run_cli(f"metric={metric}", "tracking=none", cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
     expected = [(r["id"], r["score"], r["verdicts"]) for r in cli.rows()]
@@ -50,15 +60,18 @@ def test_api_equals_cli_for_every_input_shape(tmp_path, metric):
         assert result.mean == cli.summary()["mean"]
 
 
-def test_cli_reads_deepeval_and_legacy_names_without_a_mapping(tmp_path):
+def test_cli_reads_deepeval_and_legacy_names_without_a_mapping(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text("".join(json.dumps(deepeval(r)) + "\n" for r in ROWS), "utf-8")
-    cli = run_cli("metric=non_llm", "dataset=jsonl", f"dataset.path={path}", "tracking=none", cwd=tmp_path)
+    cli = run_cli("metric=non_llm", "dataset=jsonl", f"dataset.path={path}", "tracking=none",
+                  cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
     assert [r["score"] for r in cli.rows()] == evaluate(ROWS, "non_llm").scores
 
 
-def test_llm_metric_through_the_api_equals_the_cli(tmp_path, judge_server):
+def test_llm_metric_through_the_api_equals_the_cli(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
     judge_server.labels.update(sample_labels())
     judge = ["judge=local", f"judge.base_url={judge_server.base_url}", "judge.model=test-judge"]
     cli = run_cli("metric=contextual_precision", *judge, "tracking=none", cwd=tmp_path)
@@ -69,11 +82,11 @@ def test_llm_metric_through_the_api_equals_the_cli(tmp_path, judge_server):
     assert result.summary["judge"]["cache_hits"] == 20  # the CLI run paid for these
 
 
-def test_async_code_and_a_running_loop(judge_server):
+def test_async_code_and_a_running_loop(judge_server: JudgeServer) -> None:
     judge_server.labels.update(sample_labels())
     judge = ["judge=local", f"judge.base_url={judge_server.base_url}", "judge.model=test-judge"]
 
-    async def main():
+    async def main() -> tuple[EvaluationResult, EvaluationResult]:
         from_async = await aevaluate(ROWS[:3], "llm_with_reference", overrides=judge)
         inside_loop = evaluate(ROWS[:3], "llm_with_reference", overrides=judge)  # as in a notebook
         return from_async, inside_loop
@@ -82,17 +95,19 @@ def test_async_code_and_a_running_loop(judge_server):
     assert a.scores == b.scores and all(s is not None for s in a.scores)
 
 
-def test_bad_record_raises_a_clear_error():
-    with pytest.raises(DatasetError, match=r"records:2: field 'retrieved_context_ids': expected a list"):
+def test_bad_record_raises_a_clear_error() -> None:
+    message = r"records:2: field 'retrieved_context_ids': expected a list"
+    with pytest.raises(DatasetError, match=message):
         evaluate([{"retrieved_context_ids": ["a"]}, {"retrieved_context_ids": "a"}], "id_based")
 
 
-def test_parquet_written_by_pandas_scores_like_the_jsonl(tmp_path):
+def test_parquet_written_by_pandas_scores_like_the_jsonl(tmp_path: Path) -> None:
     import pandas as pd
 
     path = tmp_path / "d.parquet"
     pd.DataFrame(ROWS).to_parquet(path)
-    cli = run_cli("metric=non_llm", "dataset=parquet", f"dataset.path={path}", "tracking=none", cwd=tmp_path)
+    cli = run_cli("metric=non_llm", "dataset=parquet", f"dataset.path={path}", "tracking=none",
+                  cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
     assert [(r["id"], r["score"]) for r in cli.rows()] == [
         (r["id"], r["score"]) for r in evaluate(ROWS, "non_llm").rows]
@@ -102,14 +117,13 @@ def test_parquet_written_by_pandas_scores_like_the_jsonl(tmp_path):
     assert result.returncode == 2 and "not a readable Parquet file" in result.stderr
 
 
-def test_api_can_log_to_mlflow(tmp_path, mlflow_store, monkeypatch):
+def test_api_can_log_to_mlflow(
+    tmp_path: Path, mlflow_store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
     result = evaluate(ROWS, "id_ranked", mlflow=True, overrides=["experiment_name=api_test"],
                       output_dir=tmp_path / "out")
     assert (tmp_path / "out" / "summary.json").is_file()
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=mlflow_store)
-    [run] = client.search_runs([client.get_experiment_by_name("api_test").experiment_id])
+    [run] = mlflow_runs.runs(mlflow_store, "api_test")
     assert run.data.metrics["mean"] == result.mean
     assert run.data.tags["choice.dataset"] == "records"

@@ -6,7 +6,6 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from conftest import CONF, ROOT
 
 PACKAGE = ROOT / "harness"
@@ -38,7 +37,8 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base])
+                up = package.split(".")
+                base = ".".join(up[: len(up) - node.level + 1] + [base])
             targets = [base] + [f"{base}.{a.name}" for a in node.names]
         for target in targets:
             while target and target not in known:
@@ -103,7 +103,9 @@ def _targets(node: object) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("path", sorted(CONF.rglob("*.yaml")), ids=lambda p: str(p.relative_to(CONF)))
+@pytest.mark.parametrize(
+    "path", sorted(CONF.rglob("*.yaml")), ids=lambda p: str(p.relative_to(CONF))
+)
 def test_every_target_in_conf_imports(path):
     """``_target_`` is the registry: each one a config names must resolve."""
     import yaml

@@ -1,15 +1,15 @@
-"""Malformed and awkward dataset files, each run through the real CLI in a subprocess.
+"""Malformed and awkward dataset files, each run through the CLI (in process, ``run_cli``).
 
 Every case ends one of two ways (README "Edge cases" and "Datasets"):
 
 - ``Fails``: exit code 2, stderr is ONE line ``error: FILE[:LINE]: [field 'F': ]WHAT``, no
   traceback, and neither ``summary.json`` nor ``samples.jsonl`` is written;
 - ``Scores``: exit code 0, and the rows of ``samples.jsonl`` carry the documented outcome: a
-  score computed here independently (METRICS.md formulas), or ``score: null`` with its
+  score computed here independently (docs/metrics.md formulas), or ``score: null`` with its
   reason in ``error``; never NaN, never a silent 0 for an unscorable sample.
 
-The CLI runs cost ~0.7 s each (interpreter + Hydra start-up), so the module runs the
-selected cases' subprocesses concurrently up front and each test then checks its own case.
+Cheap cases of one metric share a CLI run (see ``_job_key``); each run happens once, when
+the first of its cases needs it, and each test then checks its own case.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ import csv
 import io
 import json
 import math
-import os
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +27,6 @@ from typing import Any
 import pytest
 from conftest import CliResult, run_cli
 from rapidfuzz.distance import Levenshtein
-
-pytestmark = pytest.mark.slow
 
 MB10 = 10 * 1024 * 1024
 
@@ -70,11 +66,11 @@ class Case:
     solo: bool = False  # never share a CLI run with other cases (see ``_job_key``)
 
 
-# ------------------------------------------------------ independent scoring (METRICS.md)
+# ------------------------------------------------------ independent scoring (docs/metrics.md)
 
 
 def ap(verdicts: list[int], eps: float) -> float:
-    """METRICS.md section 1, in its stated bit-exact arithmetic order."""
+    """docs/metrics.md section 1, in its stated bit-exact arithmetic order."""
     numerator, prefix = 0.0, 0
     for k, v in enumerate(verdicts, start=1):
         prefix += v
@@ -83,13 +79,13 @@ def ap(verdicts: list[int], eps: float) -> float:
     return 0.0 if prefix + eps == 0 else numerator / (prefix + eps)
 
 
-def id_based(retrieved: list, reference: list) -> dict[str, Any]:
+def id_based(retrieved: list[Any], reference: list[Any]) -> dict[str, Any]:
     """ragas IDBasedContextPrecision: set precision over str() ids."""
     got, ref = {str(r) for r in retrieved}, {str(r) for r in reference}
     return {"score": len(got & ref) / len(got), "error": None}
 
 
-def id_ranked(retrieved: list, reference: list) -> dict[str, Any]:
+def id_ranked(retrieved: list[Any], reference: list[Any]) -> dict[str, Any]:
     """Average precision, eps 0; a repeated id counts once, at its first rank."""
     ref, seen, verdicts = {str(r) for r in reference}, set(), []
     for r in map(str, retrieved):
@@ -898,28 +894,41 @@ def _execute(job: Job, tmp: Path) -> Outcome:
     return Outcome(path, result, time.perf_counter() - started)
 
 
+class Outcomes:
+    """The CLI runs of the selected cases, each started on first demand and kept."""
+
+    def __init__(self, jobs: dict[str, Job], tmp_path_factory: pytest.TempPathFactory) -> None:
+        self._jobs = jobs
+        self._by_case = {c.id: key for key, job in jobs.items() for c in job.cases}
+        self._done: dict[str, Outcome] = {}
+        self._tmp = tmp_path_factory
+
+    def __getitem__(self, case_id: str) -> tuple[Outcome, Job]:
+        key = self._by_case[case_id]
+        if key not in self._done:
+            self._done[key] = _execute(self._jobs[key], self._tmp.mktemp(key[:40]))
+        return self._done[key], self._jobs[key]
+
+
 @pytest.fixture(scope="module")
-def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Start the selected cases' CLI runs at once; each test waits for its own run."""
+def outcomes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Outcomes:
+    """Group the selected cases into CLI runs (a run's cases may be spread over the module)."""
     jobs: dict[str, Job] = {}
     for item in request.session.items:
-        params = getattr(item, "callspec", None) and item.callspec.params
-        if item.module is not request.module or not params or "case" not in params:
+        if not isinstance(item, pytest.Function) or item.module is not request.module:
             continue
-        case = params["case"]
+        callspec = getattr(item, "callspec", None)  # only parametrized tests have one
+        if callspec is None or "case" not in callspec.params:
+            continue
+        case = callspec.params["case"]
         job = jobs.setdefault(_job_key(case), Job())
         job.offsets[case.id] = sum(
             len(c.expect.rows) for c in job.cases if isinstance(c.expect, Scores)
         )
         job.cases.append(case)
-    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
-    futures = {
-        key: pool.submit(_execute, job, tmp_path_factory.mktemp(key[:40]))
-        for key, job in jobs.items()
-    }
-    by_case = {c.id: (futures[key], job) for key, job in jobs.items() for c in job.cases}
-    yield by_case
-    pool.shutdown(wait=True)
+    return Outcomes(jobs, tmp_path_factory)
 
 
 def _check_fails(case: Case, out: Outcome) -> None:
@@ -978,9 +987,8 @@ def _check_scores(case: Case, out: Outcome, offset: int) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
-def test_bad_input(case: Case, outcomes: dict[str, tuple[Future, Job]]) -> None:
-    future, job = outcomes[case.id]
-    out = future.result()
+def test_bad_input(case: Case, outcomes: Outcomes) -> None:
+    out, job = outcomes[case.id]
     if isinstance(case.expect, Fails):
         _check_fails(case, out)
     else:

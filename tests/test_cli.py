@@ -1,30 +1,39 @@
-"""The CLI end to end, in a subprocess: outputs, the MLflow store, and bad input."""
+"""The CLI end to end: outputs, the MLflow store, and bad input.
+
+Runs are in process (``run_cli``); the ``slow`` ones start ``python -m harness`` as a user
+does, with MLflow logging in its background helper process."""
 
 import hashlib
 import json
 import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import ROOT, CliResult, run_cli, run_cli_subprocess
+from helpers import mlflow_runs
 from rapidfuzz import distance
 
-from conftest import ROOT, run_cli
 from harness.metrics.ranking import average_precision
 
-pytestmark = pytest.mark.slow
 SAMPLE = ROOT / "harness" / "data" / "sample_rag.jsonl"
 
 
-def sample_rows():
+def sample_rows() -> list[dict[str, Any]]:
     return [json.loads(line) for line in SAMPLE.read_text("utf-8").splitlines()]
 
 
-def ragas_id_precision(retrieved, reference):
-    retrieved, reference = {str(r) for r in retrieved}, {str(r) for r in reference}
-    return len(retrieved & reference) / len(retrieved)
+def ragas_id_precision(retrieved: Iterable[object], reference: Iterable[object]) -> float:
+    got, ref = {str(r) for r in retrieved}, {str(r) for r in reference}
+    return len(got & ref) / len(got)
 
 
-def test_default_job_logs_everything_to_mlflow(tmp_path, mlflow_store):
-    result = run_cli("metric=id_based", cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store})
+@pytest.mark.slow
+def test_default_job_logs_everything_to_mlflow(tmp_path: Path, mlflow_store: str) -> None:
+    result = run_cli_subprocess(
+        "metric=id_based", cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store}
+    )
     assert result.returncode == 0, result.stderr
 
     data = sample_rows()
@@ -32,8 +41,9 @@ def test_default_job_logs_everything_to_mlflow(tmp_path, mlflow_store):
     assert [r["id"] for r in rows] == [d["id"] for d in data]
     for r, d in zip(rows, data, strict=True):
         assert list(r)[:4] == ["id", "score", "verdicts", "error"]
-        assert r["score"] == ragas_id_precision(d["retrieved_context_ids"], d["reference_context_ids"])
-        assert r["verdicts"] == [int(i in d["reference_context_ids"]) for i in d["retrieved_context_ids"]]
+        retrieved, reference = d["retrieved_context_ids"], d["reference_context_ids"]
+        assert r["score"] == ragas_id_precision(retrieved, reference)
+        assert r["verdicts"] == [int(i in reference) for i in retrieved]
         assert r["error"] is None
 
     summary = result.summary()
@@ -46,12 +56,9 @@ def test_default_job_logs_everything_to_mlflow(tmp_path, mlflow_store):
     assert summary["config"]["metric"]["aggregate"] == "set_precision"
     assert f"{summary['mean']:.4f}" in result.stdout
 
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=mlflow_store)
-    exp = client.get_experiment_by_name("default")
-    [run] = client.search_runs([exp.experiment_id], filter_string="tags.`choice.metric` = 'id_based'",
-                               order_by=["attributes.start_time DESC"], max_results=1)
+    client = mlflow_runs.client(mlflow_store)
+    [run] = mlflow_runs.runs(mlflow_store, "default", "tags.`choice.metric` = 'id_based'",
+                        order_by=["attributes.start_time DESC"], max_results=1)
     assert run.info.run_id in result.stdout
     assert run.info.status == "FINISHED"
     assert run.data.metrics["mean"] == summary["mean"]
@@ -66,24 +73,25 @@ def test_default_job_logs_everything_to_mlflow(tmp_path, mlflow_store):
                      "precision_by_rank.png", "verdict_map.png"}
     for png in ("score_histogram.png", "precision_by_rank.png", "verdict_map.png"):
         local_png = client.download_artifacts(run.info.run_id, png, str(tmp_path / "dl"))
-        assert open(local_png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+        assert Path(local_png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     note = run.data.tags["mlflow.note.content"]
     assert "`id_based` of `sample`" in note and "over 30 scored of 30 samples" in note
     local = client.download_artifacts(run.info.run_id, "summary.json", str(tmp_path / "dl"))
-    assert json.loads(open(local, encoding="utf-8").read())["mean"] == summary["mean"]
+    assert json.loads(Path(local).read_text("utf-8"))["mean"] == summary["mean"]
 
 
-def test_default_store_is_sqlite_in_the_working_directory(tmp_path):
+def test_default_store_is_sqlite_in_the_working_directory(tmp_path: Path) -> None:
     result = run_cli("metric=id_ranked", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "mlflow.db").is_file()
     data = sample_rows()
     for r, d in zip(result.rows(), data, strict=True):
         rel = set(d["reference_context_ids"])
-        assert r["score"] == average_precision([int(i in rel) for i in d["retrieved_context_ids"]], 0.0)
+        verdicts = [int(i in rel) for i in d["retrieved_context_ids"]]
+        assert r["score"] == average_precision(verdicts, 0.0)
 
 
-def test_tracking_none_logs_nothing(tmp_path):
+def test_tracking_none_logs_nothing(tmp_path: Path) -> None:
     result = run_cli("metric=id_based", "tracking=none", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "mlflow.db").exists()
@@ -91,24 +99,24 @@ def test_tracking_none_logs_nothing(tmp_path):
     assert "mlflow run" not in result.stdout
 
 
-def test_non_llm_rows_carry_similarities(tmp_path):
+def test_non_llm_rows_carry_similarities(tmp_path: Path) -> None:
     result = run_cli("metric=non_llm", "tracking=none", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     for r, d in zip(result.rows(), sample_rows(), strict=True):
         sims = [
-            max(1 - distance.Levenshtein.normalized_distance(c, ref) for ref in d["reference_contexts"])
+            max(1 - distance.Levenshtein.normalized_distance(c, r) for r in d["reference_contexts"])
             for c in d["retrieved_contexts"]
         ]
         assert r["similarities"] == sims
         assert r["score"] == average_precision([int(s >= 0.5) for s in sims], 1e-10)
 
 
-def write_jsonl(path, rows):
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
 
-def test_unscored_samples_are_counted_never_zero(tmp_path):
+def test_unscored_samples_are_counted_never_zero(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [
         {"retrieved_context_ids": ["a", "b"], "reference_context_ids": ["b"]},
         {"retrieved_context_ids": [], "reference_context_ids": ["b"]},
@@ -127,7 +135,7 @@ def test_unscored_samples_are_counted_never_zero(tmp_path):
     }
 
 
-def test_max_unscored_frac_fails_the_run_but_keeps_outputs(tmp_path):
+def test_max_unscored_frac_fails_the_run_but_keeps_outputs(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "d.jsonl", [
         {"retrieved_context_ids": ["a"], "reference_context_ids": ["a"]},
         {"retrieved_context_ids": [], "reference_context_ids": ["a"]},
@@ -139,7 +147,7 @@ def test_max_unscored_frac_fails_the_run_but_keeps_outputs(tmp_path):
     assert result.summary()["n_unscored"] == 1
 
 
-def test_csv_dataset_with_field_mapping(tmp_path):
+def test_csv_dataset_with_field_mapping(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     path.write_text('qid,got,gold\nq1,"[""a"",""b""]","[""b""]"\n', encoding="utf-8")
     result = run_cli("dataset=csv", f"dataset.path={path}", "tracking=none", "metric=id_ranked",
@@ -150,37 +158,40 @@ def test_csv_dataset_with_field_mapping(tmp_path):
     assert result.rows()[0]["id"] == "q1" and result.rows()[0]["score"] == 0.5
 
 
-def assert_one_line_error(result, *fragments):
+def assert_one_line_error(result: CliResult, *fragments: str) -> None:
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     for fragment in fragments:
         assert fragment in result.stderr, result.stderr
 
 
-def test_missing_file(tmp_path):
-    result = run_cli("dataset=jsonl", f"dataset.path={tmp_path}/nope.jsonl", "tracking=none", cwd=tmp_path)
+def test_missing_file(tmp_path: Path) -> None:
+    result = run_cli(
+        "dataset=jsonl", f"dataset.path={tmp_path}/nope.jsonl", "tracking=none", cwd=tmp_path
+    )
     assert result.returncode == 2
     assert_one_line_error(result, "nope.jsonl: file not found")
     assert result.stderr.strip().count("\n") == 0
 
 
-def test_malformed_record_stops_before_outputs(tmp_path, mlflow_store):
+@pytest.mark.slow
+def test_malformed_record_stops_before_outputs(tmp_path: Path, mlflow_store: str) -> None:
+    # the helper process has opened the run when the bad record is read: it must delete it
     path = tmp_path / "d.jsonl"
     path.write_text('{"retrieved_context_ids": ["a"]}\n{"retrieved_context_ids": "a"}\n', "utf-8")
-    result = run_cli("dataset=jsonl", f"dataset.path={path}", "experiment_name=bad_input",
-                     cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store})
+    result = run_cli_subprocess(
+        "dataset=jsonl", f"dataset.path={path}", "experiment_name=bad_input",
+        cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store},
+    )
     assert result.returncode == 2
     assert_one_line_error(result, "d.jsonl:2: field 'retrieved_context_ids': expected a list")
     assert not (result.out_dir / "summary.json").exists()
     assert not (result.out_dir / "samples.jsonl").exists()
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=mlflow_store)
-    exp = client.get_experiment_by_name("bad_input")
-    assert exp is None or client.search_runs([exp.experiment_id]) == []
+    exp_id = mlflow_runs.experiment_id(mlflow_store, "bad_input")
+    assert exp_id is None or mlflow_runs.runs(mlflow_store, "bad_input") == []
 
 
-def test_unknown_option_lists_the_choices(tmp_path):
+def test_unknown_option_lists_the_choices(tmp_path: Path) -> None:
     result = run_cli("metric=id_base", "tracking=none", cwd=tmp_path)
     assert_one_line_error(result, "metric/id_base", "id_based", "non_llm")
     assert "hint: 'id_base' is not a metric option (did you mean 'id_based'?)" in result.stderr
@@ -189,36 +200,40 @@ def test_unknown_option_lists_the_choices(tmp_path):
 @pytest.mark.parametrize(
     ("args", "hint"),
     [
-        (["metric=non_llm", "metric.thresold=0.3"], "'metric.thresold' is not a setting (did you mean 'threshold'?)"),
+        (["metric=non_llm", "metric.thresold=0.3"],
+         "'metric.thresold' is not a setting (did you mean 'threshold'?)"),
         (["retriever.topk=3"], "'retriever.topk' is not a setting (did you mean 'top_k'?)"),
         (["metrc=id_based"], "'metrc' is not a config group (did you mean 'metric'?)"),
-        (["judge.temprature=0.5"], "'judge.temprature' is not a setting (did you mean 'temperature'?)"),
+        (["judge.temprature=0.5"],
+         "'judge.temprature' is not a setting (did you mean 'temperature'?)"),
     ],
 )
-def test_misspelt_key_or_group_suggests_the_closest(tmp_path, args, hint):
+def test_misspelt_key_or_group_suggests_the_closest(
+    tmp_path: Path, args: list[str], hint: str
+) -> None:
     result = run_cli(*args, "tracking=none", cwd=tmp_path)
     assert result.returncode == 1
     assert_one_line_error(result, hint)
 
 
-def test_missing_path_says_what_to_set(tmp_path):
+def test_missing_path_says_what_to_set(tmp_path: Path) -> None:
     result = run_cli("dataset=jsonl", "tracking=none", cwd=tmp_path)
     assert result.returncode == 2
     assert_one_line_error(result, "dataset.path=")
 
 
-def test_misspelt_field_mapping_is_rejected(tmp_path):
+def test_misspelt_field_mapping_is_rejected(tmp_path: Path) -> None:
     result = run_cli("dataset=jsonl", "dataset.path=x.jsonl", "dataset.fields.user_inpt=q",
                      "tracking=none", cwd=tmp_path)
     assert_one_line_error(result, "dataset.fields.user_inpt")
 
 
-def test_unknown_run_setting_suggests_the_closest(tmp_path):
+def test_unknown_run_setting_suggests_the_closest(tmp_path: Path) -> None:
     result = run_cli("+run.limt=3", "tracking=none", cwd=tmp_path)
     assert_one_line_error(result, "run.limt", "did you mean 'limit'")
 
 
-def test_bad_value_is_a_clear_error(tmp_path):
+def test_bad_value_is_a_clear_error(tmp_path: Path) -> None:
     result = run_cli("metric=non_llm", "metric.measure=levenstein", "tracking=none", cwd=tmp_path)
     assert result.returncode == 2
     assert_one_line_error(result, "metric.measure", "did you mean 'levenshtein'")
@@ -229,26 +244,29 @@ def test_bad_value_is_a_clear_error(tmp_path):
     [
         (["run.limit=abc"], ["run.limit: expected int or null, got 'abc'"]),
         (["metric=non_llm", "metric.threshold=high"], ["metric.threshold: expected float"]),
-        (["metric=id_ranked", "metric.aggregate=map"], ["metric.aggregate: expected 'set_precision'"]),
+        (["metric=id_ranked", "metric.aggregate=map"],
+         ["metric.aggregate: expected 'set_precision'"]),
         (["+metric.threshold=0.3"], ["metric.threshold: unknown setting", "min_grade"]),
         (["dataset=csv", "dataset.path=x.csv", "dataset.delimiter=[1]"],
          ["dataset.delimiter: expected str"]),
     ],
 )
-def test_wrong_types_and_impossible_settings_fail_before_work(tmp_path, args, fragments):
+def test_wrong_types_and_impossible_settings_fail_before_work(
+    tmp_path: Path, args: list[str], fragments: list[str]
+) -> None:
     result = run_cli(*args, "tracking=none", cwd=tmp_path)
     assert result.returncode == 2
     assert_one_line_error(result, *fragments)
     assert not (result.out_dir / "samples.jsonl").exists()
 
 
-def test_limit(tmp_path):
+def test_limit(tmp_path: Path) -> None:
     result = run_cli("run.limit=5", "tracking=none", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.summary()["n_samples"] == 5
 
 
-def test_help_lists_groups_and_options(tmp_path):
+def test_help_lists_groups_and_options(tmp_path: Path) -> None:
     result = run_cli("--help", cwd=tmp_path)
     assert result.returncode == 0
     for text in (
@@ -266,8 +284,9 @@ def test_help_lists_groups_and_options(tmp_path):
         assert text in result.stdout
 
 
-def test_cfg_job_prints_the_composed_config(tmp_path):
+def test_cfg_job_prints_the_composed_config(tmp_path: Path) -> None:
     result = run_cli("--cfg", "job", "metric=non_llm", cwd=tmp_path)
     assert result.returncode == 0
     assert "measure: levenshtein" in result.stdout
     assert "experiment_name: default" in result.stdout
+

@@ -1,28 +1,36 @@
-"""LLM-judged metrics end to end: the CLI in a subprocess against the test judge."""
+"""LLM-judged metrics end to end: the CLI against the test judge.
+
+Runs are in process (``run_cli``); the ``slow`` ones stop a ``python -m harness`` process
+mid-run (signals, a dying endpoint)."""
 
 import json
+import time
+from pathlib import Path
 
 import pytest
+from conftest import run_cli, sample_labels, sample_rows, start_cli
+from helpers import mlflow_runs
+from judge_server import JudgeServer
 
-from conftest import ROOT, run_cli, sample_labels
 from harness.metrics.ranking import average_precision
 
-pytestmark = pytest.mark.slow
 CANARY = "sk-canary-0123456789abcdef"
 
 
-def judge_args(server, *extra):
+def judge_args(server: JudgeServer, *extra: str) -> tuple[str, ...]:
     return ("judge=local", f"judge.base_url={server.base_url}", "judge.model=test-judge", *extra)
 
 
-def expected_verdicts():
-    rows = [json.loads(x) for x in (ROOT / "harness/data/sample_rag.jsonl").read_text("utf-8").splitlines()]
-    return [[int(i in r["reference_context_ids"]) for i in r["retrieved_context_ids"]] for r in rows]
+def expected_verdicts() -> list[list[int]]:
+    return [
+        [int(i in r["reference_context_ids"]) for i in r["retrieved_context_ids"]]
+        for r in sample_rows()
+    ]
 
 
-def test_llm_with_reference_end_to_end(tmp_path, judge_server, mlflow_store):
-    from judge_server import JudgeServer
-
+def test_llm_with_reference_end_to_end(
+    tmp_path: Path, judge_server: JudgeServer, mlflow_store: str
+) -> None:
     with JudgeServer(sample_labels(), api_key=CANARY) as server:
         result = run_cli(
             "metric=llm_with_reference", *judge_args(server, "judge.api_key_env=HARNESS_CANARY"),
@@ -38,18 +46,16 @@ def test_llm_with_reference_end_to_end(tmp_path, judge_server, mlflow_store):
         assert len(row["reasons"]) == len(verdicts)
     summary = result.summary()
     assert summary["metric"] == "llm_with_reference"
-    assert summary["options"]["judge"] == "local" and summary["options"]["prompt"] == "llm_with_reference"
+    assert summary["options"]["judge"] == "local"
+    assert summary["options"]["prompt"] == "llm_with_reference"
     judge = summary["judge"]
     assert judge["requests"] == n_chunks and judge["failures"] == 0
     assert judge["prompt_tokens"] > 0 and judge["cached_prompt_tokens"] > 0
     assert summary["prompt"]["version"] == "pointwise_reference_v1"
 
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=mlflow_store)
-    exp = client.get_experiment_by_name("default")
-    [run] = client.search_runs([exp.experiment_id], "tags.`choice.metric` = 'llm_with_reference'",
-                               order_by=["attributes.start_time DESC"], max_results=1)
+    client = mlflow_runs.client(mlflow_store)
+    [run] = mlflow_runs.runs(mlflow_store, "default", "tags.`choice.metric` = 'llm_with_reference'",
+                             order_by=["attributes.start_time DESC"], max_results=1)
     assert run.data.tags["prompt.sha256"] == summary["prompt"]["sha256"]
     assert run.data.metrics["judge/requests"] == n_chunks
     assert run.data.params["judge.model"] == "test-judge"
@@ -66,11 +72,11 @@ def test_llm_with_reference_end_to_end(tmp_path, judge_server, mlflow_store):
     assert not any(CANARY in t for t in texts)
 
 
-def test_contextual_precision_end_to_end(tmp_path):
-    from judge_server import JudgeServer
-
+def test_contextual_precision_end_to_end(tmp_path: Path) -> None:
     with JudgeServer(sample_labels()) as server:
-        result = run_cli("metric=contextual_precision", *judge_args(server), "tracking=none", cwd=tmp_path)
+        result = run_cli(
+            "metric=contextual_precision", *judge_args(server), "tracking=none", cwd=tmp_path
+        )
         assert result.returncode == 0, result.stderr
         assert server.stats.ok == 60  # a listwise call and a reason call per sample
     rows = result.rows()
@@ -86,7 +92,9 @@ def test_contextual_precision_end_to_end(tmp_path):
     assert "success rate" in result.stdout
 
 
-def test_dataset_without_the_needed_field_fails_before_any_call(tmp_path, judge_server):
+def test_dataset_without_the_needed_field_fails_before_any_call(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text(json.dumps({"user_input": "q", "retrieved_contexts": ["c"]}) + "\n", "utf-8")
     result = run_cli("metric=llm_with_reference", "dataset=jsonl", f"dataset.path={path}",
@@ -96,38 +104,46 @@ def test_dataset_without_the_needed_field_fails_before_any_call(tmp_path, judge_
     assert judge_server.stats.requests == 0
 
 
-def test_endpoint_down_is_a_clear_error_within_seconds(tmp_path):
+def test_endpoint_down_is_a_clear_error_within_seconds(tmp_path: Path) -> None:
     import socket
-    import time
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     start = time.monotonic()
-    result = run_cli("metric=llm_with_reference", "judge=local", f"judge.base_url=http://127.0.0.1:{port}/v1",
-                     "judge.model=m", "tracking=none", cwd=tmp_path)
+    result = run_cli("metric=llm_with_reference", "judge=local",
+                     f"judge.base_url=http://127.0.0.1:{port}/v1", "judge.model=m", "tracking=none",
+                     cwd=tmp_path)
     assert time.monotonic() - start < 20
     assert result.returncode == 2
     assert "cannot reach" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_misspelt_prompt_variable_fails_before_any_call(tmp_path, judge_server):
+def test_misspelt_prompt_variable_fails_before_any_call(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
     own = tmp_path / "p.yaml"
     own.write_text(
-        "version: mine\nmode: pointwise\nsystem: Judge.\nuser: '{{ questoin }} {{ context }}'\n", "utf-8"
+        "version: mine\nmode: pointwise\nsystem: Judge.\n"
+        "user: '{{ questoin }} {{ context }}'\n",
+        "utf-8",
     )
     result = run_cli("metric=llm_with_reference", "prompt=file", f"prompt.path={own}",
                      *judge_args(judge_server), "tracking=none", cwd=tmp_path)
     assert result.returncode == 2
-    assert "unknown variable 'questoin'" in result.stderr and "did you mean 'question'" in result.stderr
+    assert "unknown variable 'questoin'" in result.stderr
+    assert "did you mean 'question'" in result.stderr
     assert judge_server.stats.requests == 0
 
 
-def test_too_many_unscored_fails_the_run_with_partial_results(tmp_path, judge_server):
+def test_too_many_unscored_fails_the_run_with_partial_results(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
     judge_server.labels.update(sample_labels())
     judge_server.configure(malformed=1.0)
-    result = run_cli("metric=llm_with_reference", *judge_args(judge_server, "judge.parse_retries=1"),
-                     "run.limit=4", "run.max_unscored_frac=0.5", "tracking=none", cwd=tmp_path)
+    result = run_cli("metric=llm_with_reference",
+                     *judge_args(judge_server, "judge.parse_retries=1"), "run.limit=4",
+                     "run.max_unscored_frac=0.5", "tracking=none", cwd=tmp_path)
     assert result.returncode == 3
     assert "4 of 4 samples are unscored" in result.stderr
     rows = result.rows()
@@ -137,22 +153,14 @@ def test_too_many_unscored_fails_the_run_with_partial_results(tmp_path, judge_se
         len(v) for v in expected_verdicts()[:4]) * 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [2, 15])
-def test_sigint_and_sigterm_stop_cleanly(tmp_path, mlflow_store, signum):
-    import os
-    import subprocess
-    import sys
-    import time
-
-    from judge_server import JudgeServer
-
+def test_sigint_and_sigterm_stop_cleanly(tmp_path: Path, mlflow_store: str, signum: int) -> None:
     with JudgeServer(sample_labels(), latency_ms=60, concurrency=4) as server:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "harness", "metric=llm_with_reference", *judge_args(server),
-             "judge.max_concurrency=4", f"hydra.run.dir={tmp_path / 'out'}", "run.progress=false",
-             f"experiment_name=signal_{signum}"],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "MLFLOW_TRACKING_URI": mlflow_store},
+        proc = start_cli(
+            "metric=llm_with_reference", *judge_args(server), "judge.max_concurrency=4",
+            f"experiment_name=signal_{signum}", cwd=tmp_path,
+            env={"MLFLOW_TRACKING_URI": mlflow_store},
         )
         deadline = time.monotonic() + 60
         while server.stats.ok < 40 and time.monotonic() < deadline:
@@ -166,30 +174,20 @@ def test_sigint_and_sigterm_stop_cleanly(tmp_path, mlflow_store, signum):
     assert [r["id"] for r in rows] == [f"q{i:02d}" for i in range(1, len(rows) + 1)]
     assert not (tmp_path / "out" / "summary.json").exists()
 
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=mlflow_store)
-    exp = client.get_experiment_by_name(f"signal_{signum}")
-    [run] = client.search_runs([exp.experiment_id])
+    [run] = mlflow_runs.runs(mlflow_store, f"signal_{signum}")
     assert run.info.status == "KILLED"
 
 
-def test_endpoint_dying_mid_run_stops_with_partial_results(tmp_path, mlflow_store):
-    import os
-    import subprocess
-    import sys
-    import time
-
-    from judge_server import JudgeServer
-
+@pytest.mark.slow
+def test_endpoint_dying_mid_run_stops_with_partial_results(
+    tmp_path: Path, mlflow_store: str
+) -> None:
     server = JudgeServer(sample_labels(), latency_ms=40, concurrency=4)
     server.start()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "metric=llm_with_reference", *judge_args(server),
-         "judge.max_concurrency=4", "judge.max_retries=1", f"hydra.run.dir={tmp_path / 'out'}",
-         "run.progress=false", "experiment_name=dying_judge"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "MLFLOW_TRACKING_URI": mlflow_store},
+    proc = start_cli(
+        "metric=llm_with_reference", *judge_args(server), "judge.max_concurrency=4",
+        "judge.max_retries=1", "experiment_name=dying_judge", cwd=tmp_path,
+        env={"MLFLOW_TRACKING_URI": mlflow_store},
     )
     deadline = time.monotonic() + 60
     while server.stats.ok < 40 and time.monotonic() < deadline:
@@ -203,8 +201,5 @@ def test_endpoint_dying_mid_run_stops_with_partial_results(tmp_path, mlflow_stor
     rows = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
     assert 0 < len(rows) < 30 and all(r["score"] is not None for r in rows)
 
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=mlflow_store)
-    [run] = client.search_runs([client.get_experiment_by_name("dying_judge").experiment_id])
+    [run] = mlflow_runs.runs(mlflow_store, "dying_judge")
     assert run.info.status == "FAILED"

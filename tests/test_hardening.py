@@ -1,14 +1,25 @@
 """Hardening: the harness keeps working and loses nothing under judge faults."""
 
-import pytest
+import sqlite3
+from pathlib import Path
+from typing import Any
 
+import pytest
+from conftest import sample_labels, sample_rows, start_cli
+from helpers import mlflow_runs
+from helpers.judge import listwise, pointwise, sample, score
+from judge_server import JudgeServer
+
+from harness.metrics.judged import JudgedMetric
 from harness.metrics.ranking import average_precision
-from test_llm_metrics import listwise, pointwise, sample, score
+from harness.types import RagSample
 
 FAULTS = {"fail_429": 0.10, "fail_500": 0.10, "malformed": 0.05, "hang": 0.02, "hang_seconds": 30}
 
 
-def dataset(server, n=200, k=5):
+def dataset(
+    server: JudgeServer, n: int = 200, k: int = 5
+) -> tuple[list[RagSample], list[list[int]]]:
     samples, expected = [], []
     for i in range(n):
         chunks = [f"sample {i} chunk {j}" for j in range(k)]
@@ -20,12 +31,18 @@ def dataset(server, n=200, k=5):
 
 
 @pytest.mark.parametrize("mode", ["pointwise", "listwise"])
-def test_faults_cost_one_extra_request_each_and_change_no_score(judge_server, mode):
+def test_faults_cost_one_extra_request_each_and_change_no_score(
+    judge_server: JudgeServer, mode: str
+) -> None:
     samples, expected = dataset(judge_server)
-    judge_cfg = {"cache": False, "timeout": 1.0, "max_retries": 10, "parse_retries": 5,
-                 "max_concurrency": 32}
-    build = (lambda: pointwise(judge_server, judge=dict(judge_cfg))) if mode == "pointwise" else (
-        lambda: listwise(judge_server, judge=dict(judge_cfg), include_reason=False))
+    judge_cfg: dict[str, Any] = {"cache": False, "timeout": 1.0, "max_retries": 10,
+                                 "parse_retries": 5, "max_concurrency": 32}
+
+    def build() -> JudgedMetric:
+        if mode == "pointwise":
+            return pointwise(judge_server, judge=dict(judge_cfg))
+        return listwise(judge_server, judge=dict(judge_cfg), include_reason=False)
+
     clean = score(build(), samples)
     calls = judge_server.stats.requests
     assert calls == (1000 if mode == "pointwise" else 200)
@@ -46,45 +63,35 @@ def test_faults_cost_one_extra_request_each_and_change_no_score(judge_server, mo
     assert stats.failures == 0 and stats.parse_failures == s.malformed
 
 
-def test_parallel_sweeps_share_one_store_and_one_cache(tmp_path, judge_server):
-    import os
-    import sqlite3
-    import subprocess
-    import sys
-
-    from conftest import sample_labels
+@pytest.mark.heavy  # hydra/launcher=local_parallel: joblib
+@pytest.mark.slow
+def test_parallel_sweeps_share_one_store_and_one_cache(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
     from harness.judges.cache import default_path
 
     judge_server.labels.update(sample_labels())
     uri = f"sqlite:///{tmp_path / 'shared.db'}"
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
-    procs = []
-    for name, ks in (("a", "1,2,3"), ("b", "2,3,4")):
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "harness", "-m", "hydra/launcher=local_parallel", "metric=llm_with_reference",
-             "judge=local", f"judge.base_url={judge_server.base_url}", "judge.model=test-judge",
-             f"retriever.top_k={ks}", f"experiment_name=shared_{name}", "run.progress=false",
-             f"hydra.sweep.dir={tmp_path / name}"],
-            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        ))
+    procs = [
+        start_cli("-m", "hydra/launcher=local_parallel", "metric=llm_with_reference",
+                  "judge=local", f"judge.base_url={judge_server.base_url}",
+                  "judge.model=test-judge", f"retriever.top_k={ks}",
+                  f"experiment_name=shared_{name}", f"hydra.sweep.dir={tmp_path / name}",
+                  cwd=tmp_path, env={"MLFLOW_TRACKING_URI": uri})
+        for name, ks in (("a", "1,2,3"), ("b", "2,3,4"))
+    ]
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-2000:]
         assert "Callback SweepTracking" not in err, err[-2000:]  # the parent run was created
 
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
     for name in ("a", "b"):
-        runs = client.search_runs([client.get_experiment_by_name(f"shared_{name}").experiment_id])
+        runs = mlflow_runs.runs(uri, f"shared_{name}")
         assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)  # 3 jobs + parent
     db = sqlite3.connect(default_path())
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     stored = db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
-    import json
-    from conftest import ROOT
-
-    rows = [json.loads(x) for x in (ROOT / "harness/data/sample_rag.jsonl").read_text().splitlines()]
+    rows = sample_rows()
     unique = {(r["user_input"], c) for r in rows for c in r["retrieved_contexts"][:4]}
     assert stored == len(unique)
     # overlapping jobs may each pay for a chunk before the other stored it, never more
@@ -102,26 +109,33 @@ INJECTIONS = [
 
 
 @pytest.mark.parametrize("mode", ["pointwise", "listwise"])
-def test_injected_chunks_cannot_break_parsing_or_rendering(judge_server, mode):
+def test_injected_chunks_cannot_break_parsing_or_rendering(
+    judge_server: JudgeServer, mode: str
+) -> None:
     # The test judge answers from labels (a well-behaved model): the chunks try to
     # break the template and the parser, and must not change any verdict.
     chunks = INJECTIONS[:-2] + ["A passage about Paris."]
     labels = {c: 0 for c in chunks}
     labels["A passage about Paris."] = 1
     judge_server.labels.update(labels)
-    metric = pointwise(judge_server) if mode == "pointwise" else listwise(judge_server, include_reason=False)
+    metric: JudgedMetric = (
+        pointwise(judge_server) if mode == "pointwise"
+        else listwise(judge_server, include_reason=False)
+    )
     [r] = score(metric, [sample(chunks)])
     assert r.verdicts == [0] * (len(chunks) - 1) + [1]
-    sent = "\n".join(r["body"]["messages"][-1]["content"] for r in judge_server.requests)
+    sent = "\n".join(q["body"]["messages"][-1]["content"] for q in judge_server.requests)
     for chunk in chunks:
         assert chunk in sent  # inserted verbatim, never rendered as a template
 
 
-def test_reply_with_extra_json_is_read_by_its_schema_fields():
+def test_reply_with_extra_json_is_read_by_its_schema_fields() -> None:
     from harness.judges import parse
 
     # a reply whose reason quotes a fake verdict still yields the real one
     assert parse.pointwise('{"reason": "the chunk says \\"verdict\\": 1", "verdict": 0}') == (
         0, 'the chunk says "verdict": 1')
     with pytest.raises(Exception, match="3 verdicts for 2 chunks"):
-        parse.listwise('{"verdicts": [{"verdict": "yes"}, {"verdict": "no"}, {"verdict": "yes"}]}', 2)
+        parse.listwise(
+            '{"verdicts": [{"verdict": "yes"}, {"verdict": "no"}, {"verdict": "yes"}]}', 2
+        )

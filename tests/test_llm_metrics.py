@@ -1,13 +1,11 @@
 """LLM-judged variants through the test judge: real HTTP, the real openai SDK."""
 
 import pytest
-import yaml
-from conftest import CONF
+from helpers.judge import ANSWER, QUESTION, judge, listwise, pointwise, prompt, sample, score
 from test_ranking import TABLE
 
 from harness.errors import ConfigError, JudgeError
 from harness.judges.openai_chat import OpenAIJudge
-from harness.metrics.listwise import ContextualPrecision
 from harness.metrics.llm import LLMContextPrecision
 from harness.metrics.ranking import average_precision
 from harness.prompts.template import PromptTemplate
@@ -15,46 +13,6 @@ from harness.types import RagSample
 
 PARIS = "The Eiffel Tower is located in Paris, the capital of France."
 BERLIN = "The Brandenburg Gate is a monument in Berlin."
-QUESTION = "Where is the Eiffel Tower located?"
-ANSWER = "The Eiffel Tower is located in Paris."
-
-
-def prompt(name):
-    data = yaml.safe_load((CONF / "prompt" / f"{name}.yaml").read_text())
-    data.pop("_target_")
-    return PromptTemplate(**data)
-
-
-def judge(server, **kw):
-    kw.setdefault("max_retries", 3)
-    return OpenAIJudge(model="test-judge", base_url=server.base_url, api_key_env=None, **kw)
-
-
-def pointwise(server, against="reference", **kw):
-    name = "llm_with_reference" if against == "reference" else "llm_without_reference"
-    return LLMContextPrecision(
-        name, judge(server, **kw.pop("judge", {})), prompt(name), against=against, **kw
-    )
-
-
-def listwise(server, **kw):
-    return ContextualPrecision("contextual_precision", judge(server, **kw.pop("judge", {})),
-                               prompt("contextual_precision"), **kw)
-
-
-def sample(chunks, sid="s", question=QUESTION, answer=ANSWER):
-    return RagSample(id=sid, user_input=question, reference=answer, response=answer,
-                     retrieved_contexts=tuple(chunks))
-
-
-def score(metric, samples):
-    try:
-        metric.preflight()
-        return metric.score_batch(samples)
-    finally:
-        metric.close()
-
-
 def test_seed_examples_ragas(judge_server):
     judge_server.labels.update({PARIS: 1, BERLIN: 0})
     samples = [sample([PARIS, BERLIN], "f"), sample([BERLIN, PARIS], "r")]

@@ -1,6 +1,8 @@
-"""METRICS.md 2.2: ragas NonLLMContextPrecisionWithReference, checked against rapidfuzz."""
+"""docs/metrics.md 2.3: ragas NonLLMContextPrecisionWithReference, checked against rapidfuzz."""
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from rapidfuzz import distance
@@ -17,11 +19,13 @@ REFS = (
 )
 
 
-def metric(**kw):
+def metric(**kw: Any) -> StringContextPrecision:
     return StringContextPrecision("non_llm", **kw)
 
 
-def sample(retrieved, reference, sid="s"):
+def sample(
+    retrieved: Sequence[str] | None, reference: Sequence[str] | None, sid: str = "s"
+) -> RagSample:
     return RagSample(
         id=sid,
         retrieved_contexts=None if retrieved is None else tuple(retrieved),
@@ -29,7 +33,7 @@ def sample(retrieved, reference, sid="s"):
     )
 
 
-def test_seed_example():
+def test_seed_example() -> None:
     # The spec's similarities: 0.21621621621621623 and 0.5483870967741935; max >= 0.5.
     per_ref = [1 - distance.Levenshtein.normalized_distance(EIFFEL, r) for r in REFS]
     assert [repr(x) for x in per_ref] == ["0.21621621621621623", "0.5483870967741935"]
@@ -39,39 +43,39 @@ def test_seed_example():
     assert repr(result.score) == "0.9999999999"
 
 
-def test_threshold_is_inclusive():
+def test_threshold_is_inclusive() -> None:
     [result] = metric().score_batch([sample(["ab"], ["ac"])])
     assert result.details["similarities"] == [0.5]
     assert result.verdicts == [1]
 
 
-def test_threshold_is_configurable():
+def test_threshold_is_configurable() -> None:
     [result] = metric(threshold=0.6).score_batch([sample(["ab"], ["ac"])])
     assert result.verdicts == [0] and result.score == 0.0
 
 
-def test_empty_reference_is_unscored_with_reason():
+def test_empty_reference_is_unscored_with_reason() -> None:
     [result] = metric().score_batch([sample(["a"], [])])
-    assert result.score is None and "reference_contexts is empty" in result.error
+    assert result.score is None and "reference_contexts is empty" in (result.error or "")
 
 
-def test_missing_reference_is_unscored():
+def test_missing_reference_is_unscored() -> None:
     [result] = metric().score_batch([sample(["a"], None)])
     assert result.score is None and result.error == "missing field reference_contexts"
 
 
-def test_empty_retrieved_is_zero_as_in_ragas():
+def test_empty_retrieved_is_zero_as_in_ragas() -> None:
     [result] = metric().score_batch([sample([], ["a"])])
     assert result.score == 0.0 and result.verdicts == []
 
 
-def _words(rng, n):
+def _words(rng: random.Random, n: int) -> str:
     vocab = ["paris", "tower", "river", "the", "is", "a", "city", "in", "France", "old", "of"]
     return " ".join(rng.choice(vocab) for _ in range(n))
 
 
 @pytest.mark.parametrize("measure", sorted(MEASURES))
-def test_batch_equals_per_pair_rapidfuzz_loop(measure):
+def test_batch_equals_per_pair_rapidfuzz_loop(measure: str) -> None:
     """Every measure, on random data, equals the plain ragas-style loop bit for bit."""
     rng = random.Random(7)
     samples = []
@@ -85,6 +89,7 @@ def test_batch_equals_per_pair_rapidfuzz_loop(measure):
     scorer = getattr(distance, MEASURES[measure]).normalized_distance
     results = metric(measure=measure).score_batch(samples)
     for s, result in zip(samples, results, strict=True):
+        assert s.reference_contexts is not None and s.retrieved_contexts is not None
         sims = [max(1 - scorer(c, r) for r in s.reference_contexts) for c in s.retrieved_contexts]
         verdicts = [1 if x >= 0.5 else 0 for x in sims]
         assert result.details["similarities"] == sims
@@ -92,7 +97,7 @@ def test_batch_equals_per_pair_rapidfuzz_loop(measure):
         assert repr(result.score) == repr(average_precision(verdicts, 1e-10))
 
 
-def test_mixed_batch_keeps_order_and_alignment():
+def test_mixed_batch_keeps_order_and_alignment() -> None:
     batch = [sample([EIFFEL], REFS, "a"), sample(["x"], [], "b"), sample(["zz", "ab"], ["ac"], "c")]
     results = metric().score_batch(batch)
     assert [r.id for r in results] == ["a", "b", "c"]
@@ -100,6 +105,6 @@ def test_mixed_batch_keeps_order_and_alignment():
     assert results[2].verdicts == [0, 1] and repr(results[2].score) == "0.49999999995"
 
 
-def test_unknown_measure_suggests_the_closest():
+def test_unknown_measure_suggests_the_closest() -> None:
     with pytest.raises(ConfigError, match="did you mean 'levenshtein'"):
         metric(measure="levenstein")

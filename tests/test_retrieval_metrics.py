@@ -263,7 +263,7 @@ KS = (1, 3, 5, 10)
 
 
 @pytest.mark.parametrize(("case", "level"), sorted(GOLDEN))
-def test_matches_pytrec_eval(case, level):
+def test_matches_pytrec_eval(case: str, level: int) -> None:
     grades, ranked = CASES[case]
     gold = GOLDEN[(case, level)]
     for k in KS:
@@ -278,7 +278,7 @@ def test_matches_pytrec_eval(case, level):
     assert mrr(ranked, grades, None, level) == pytest.approx(gold["recip_rank"], abs=1e-12)
 
 
-def test_repeats_count_once_at_first_rank():
+def test_repeats_count_once_at_first_rank() -> None:
     grades, ranked = CASES["repeats"]
     fresh = RUNS_AS_EVALUATED["repeats"]
     for k in (None, 1, 2, 3, 4, 5, 6):
@@ -289,7 +289,7 @@ def test_repeats_count_once_at_first_rank():
     assert recall_at_k(["d1", "d1"], grades, 2) == pytest.approx(1 / 3)
 
 
-def test_judged_negatives_are_not_relevant():
+def test_judged_negatives_are_not_relevant() -> None:
     grades = {"good": 1, "bad": 0}
     assert recall_at_k(["bad"], grades, 10) == 0.0
     assert mrr(["bad", "good"], grades) == 0.5
@@ -298,18 +298,18 @@ def test_judged_negatives_are_not_relevant():
     assert ndcg_at_k(["x", "good"], grades, 10) == pytest.approx(1 / math.log2(3))
 
 
-def test_ndcg_min_grade_zeroes_low_gains():
+def test_ndcg_min_grade_zeroes_low_gains() -> None:
     grades = {"a": 1, "b": 2}
     assert ndcg_at_k(["a"], grades, 10, min_grade=2) == 0.0
     assert ndcg_at_k(["b"], grades, 10, min_grade=2) == 1.0
 
 
-def test_bad_k():
+def test_bad_k() -> None:
     with pytest.raises(ValueError):
         recall_at_k(["a"], {"a": 1}, 0)
 
 
-def test_sample_helpers():
+def test_sample_helpers() -> None:
     graded = RagSample(
         id="q",
         retrieved_context_ids=("d2", "d1"),
@@ -326,7 +326,7 @@ def test_sample_helpers():
     assert mean_metrics([]) == {}
 
 
-def test_one_pass_version_equals_the_metric_functions_bit_for_bit():
+def test_one_pass_version_equals_the_metric_functions_bit_for_bit() -> None:
     import random
 
     from harness.metrics.retrieval import at_cutoffs, mrr, ndcg_at_k, recall_at_k
@@ -334,7 +334,8 @@ def test_one_pass_version_equals_the_metric_functions_bit_for_bit():
     rng = random.Random(3)
     for _ in range(500):
         docs = [f"d{i}" for i in range(12)]
-        grades = {d: float(rng.choice([0, 0, 1, 2, 3])) for d in rng.sample(docs, rng.randint(0, 8))}
+        judged = rng.sample(docs, rng.randint(0, 8))
+        grades = {d: float(rng.choice([0, 0, 1, 2, 3])) for d in judged}
         retrieved = [rng.choice(docs) for _ in range(rng.randint(0, 10))]
         min_grade = rng.choice([1, 2])
         got = at_cutoffs(retrieved, grades, [1, 3, 10], min_grade)

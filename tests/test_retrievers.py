@@ -145,6 +145,7 @@ def test_bm25_needs_prepare_and_checks_settings():
         BM25(top_k=0)
 
 
+@pytest.mark.heavy
 def test_bm25_stemming(tiny):
     pytest.importorskip("Stemmer")
     _, corpus, _ = tiny

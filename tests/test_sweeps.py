@@ -1,40 +1,44 @@
-"""Sweeps: Hydra multirun grids, parallel launchers and the MLflow parent/child runs."""
+"""Sweeps: Hydra multirun grids, parallel launchers and the MLflow parent/child runs.
 
-import os
+The grid with Hydra's basic launcher runs in process; the launchers and the sweeper that
+need an extra (joblib, Ray, submitit, Optuna) are ``heavy`` and run ``python -m harness``.
+"""
+
 import shutil
-import subprocess
-import sys
 import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from conftest import SHARED, CliResult, run_cli, run_cli_subprocess
+from helpers import mlflow_runs
 
-pytestmark = pytest.mark.slow
-
-
-def sweep(tmp_path, *args, env=None, timeout=300):
-    full_env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    full_env.update(env or {})
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "-m", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}",
-         "run.progress=false"],
-        cwd=tmp_path, env=full_env, capture_output=True, text=True, timeout=timeout,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+if TYPE_CHECKING:
+    from mlflow.entities import Run
 
 
-def runs_of(uri, experiment):
-    from mlflow.tracking import MlflowClient
+def sweep(
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    in_process: bool = True,
+) -> CliResult:
+    run = run_cli if in_process else run_cli_subprocess
+    result = run("-m", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path, env=env,
+                 timeout=timeout)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
 
-    client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name(experiment)
-    runs = client.search_runs([exp.experiment_id], max_results=1000)
+
+def runs_of(uri: str, experiment: str) -> tuple[list["Run"], list["Run"]]:
+    runs = mlflow_runs.runs(uri, experiment)
     parents = [r for r in runs if r.data.tags.get("harness.sweep") == "parent"]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     return parents, children
 
 
-def test_grid_lands_child_runs_under_one_parent(tmp_path, mlflow_store):
+def test_grid_lands_child_runs_under_one_parent(tmp_path: Path, mlflow_store: str) -> None:
     sweep(tmp_path, "metric=id_based,id_ranked", "retriever.top_k=2,4", "experiment_name=grid",
           env={"MLFLOW_TRACKING_URI": mlflow_store})
     [parent], children = runs_of(mlflow_store, "grid")
@@ -53,20 +57,25 @@ def test_grid_lands_child_runs_under_one_parent(tmp_path, mlflow_store):
     assert parent.data.tags["sweep.jobs"] == "4"
 
 
-def test_parallel_jobs_on_a_fresh_store_do_not_race(tmp_path):
+@pytest.mark.heavy
+@pytest.mark.slow
+def test_parallel_jobs_on_a_fresh_store_do_not_race(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'fresh.db'}"
     sweep(tmp_path, "hydra/launcher=local_parallel", "metric=id_based,id_ranked,non_llm",
-          "retriever.top_k=2,4", env={"MLFLOW_TRACKING_URI": uri})
+          "retriever.top_k=2,4", env={"MLFLOW_TRACKING_URI": uri}, in_process=False)
     [parent], children = runs_of(uri, "default")
     assert len(children) == 6 and all(c.info.status == "FINISHED" for c in children)
 
 
-def test_sweep_on_a_local_ray_cluster(tmp_path, mlflow_store):
+@pytest.mark.heavy
+@pytest.mark.slow
+def test_sweep_on_a_local_ray_cluster(tmp_path: Path, mlflow_store: str) -> None:
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths are limited
     try:
         sweep(tmp_path, "hydra/launcher=ray_local", "hydra.launcher.ray.init.num_cpus=2",
               f"+hydra.launcher.ray.init._temp_dir={ray_tmp}", "metric=id_based,id_ranked",
-              "experiment_name=ray", env={"MLFLOW_TRACKING_URI": mlflow_store, "RAY_AUTH_MODE": "disabled"})
+              "experiment_name=ray", in_process=False,
+              env={"MLFLOW_TRACKING_URI": mlflow_store, "RAY_AUTH_MODE": "disabled"})
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     [parent], children = runs_of(mlflow_store, "ray")
@@ -74,33 +83,33 @@ def test_sweep_on_a_local_ray_cluster(tmp_path, mlflow_store):
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
 
 
-def test_slurm_launcher_config_composes(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "hydra/launcher=slurm", "--cfg", "hydra", "-p", "hydra.launcher"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "submitit" in proc.stdout and "timeout_min: 60" in proc.stdout
+@pytest.mark.heavy
+def test_slurm_launcher_config_composes(tmp_path: Path) -> None:
+    result = run_cli("hydra/launcher=slurm", "--cfg", "hydra", "-p", "hydra.launcher",
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "submitit" in result.stdout and "timeout_min: 60" in result.stdout
 
 
-def test_optuna_search_on_scifact_beats_its_first_trial_and_resumes(tmp_path):
-    from conftest import SHARED
-
+@pytest.mark.heavy
+@pytest.mark.slow
+def test_optuna_search_on_scifact_beats_its_first_trial_and_resumes(tmp_path: Path) -> None:
     args = ["hydra/sweeper=optuna_tpe", "hydra.sweeper.n_trials=6", "experiment_name=optuna_test",
-            "retriever.k1=interval(0.2,3.0)", "retriever.b=interval(0.0,1.0)", "retriever.top_k=range(1,11)",
-            "dataset=scifact", "dataset.limit=60", "retriever=bm25", "metric=id_ranked",
-            "run.objective=ndcg_at_10", "tracking=none"]
+            "retriever.k1=interval(0.2,3.0)", "retriever.b=interval(0.0,1.0)",
+            "retriever.top_k=range(1,11)", "dataset=scifact", "dataset.limit=60",
+            "retriever=bm25", "metric=id_ranked", "run.objective=ndcg_at_10", "tracking=none"]
     env = {"HARNESS_SHARED_DATA": str(SHARED / "data")}
-    sweep(tmp_path, *args, env=env)
+    sweep(tmp_path, *args, env=env, in_process=False)
     import optuna
 
-    study = optuna.load_study(study_name="optuna_test", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
-    trials = [t for t in study.trials if t.value is not None]
-    assert len(trials) == 6
-    assert study.best_value > trials[0].value
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    study = optuna.load_study(study_name="optuna_test", storage=storage)
+    values = [t.value for t in study.trials if t.value is not None]
+    assert len(values) == 6
+    assert study.best_value > values[0]
     assert set(study.best_params) == {"retriever.k1", "retriever.b", "retriever.top_k"}
     # the same command with more trials continues the stored study
-    sweep(tmp_path, *[a if a != "hydra.sweeper.n_trials=6" else "hydra.sweeper.n_trials=2" for a in args],
-          env=env)
-    study = optuna.load_study(study_name="optuna_test", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+    more = [a if a != "hydra.sweeper.n_trials=6" else "hydra.sweeper.n_trials=2" for a in args]
+    sweep(tmp_path, *more, env=env, in_process=False)
+    study = optuna.load_study(study_name="optuna_test", storage=storage)
     assert len([t for t in study.trials if t.value is not None]) == 8

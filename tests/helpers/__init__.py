@@ -1,0 +1,1 @@
+"""Test helpers: paths and labels of the bundled data, and running the CLI."""
