@@ -22,6 +22,7 @@ def client(uri: str) -> Any:
     column``, ``_alembic_tmp_experiments already exists``). So the first open of a SQLite
     store happens under an exclusive file lock beside the database.
     """
+    uri = absolute(uri)
     if uri not in _CLIENTS:
         from mlflow.tracking import MlflowClient
 
@@ -30,6 +31,18 @@ def client(uri: str) -> Any:
             c.search_experiments(max_results=1)  # forces the schema check or creation
         _CLIENTS[uri] = c
     return _CLIENTS[uri]
+
+
+def absolute(uri: str) -> str:
+    """A local SQLite store's URI with an absolute path: ``sqlite:///mlflow.db`` means the
+    working directory's database, also after the process changes directory."""
+    prefix = "sqlite:///"
+    path = uri[len(prefix) :]
+    if not uri.startswith(prefix) or path == ":memory:" or path.startswith("/"):
+        return uri
+    from pathlib import Path
+
+    return prefix + str(Path(path).expanduser().absolute())
 
 
 @contextlib.contextmanager
