@@ -26,13 +26,14 @@ from harness.datasets.beir_files import (
     Judged,
     check_folder,
     documents_key,
-    file_sha256,
     load_answers,
     load_documents,
     load_qrels,
     load_queries,
 )
+from harness.datasets.fields import text_problem
 from harness.datasets.files import batched
+from harness.datasets.reading import file_sha256, setting_path
 from harness.errors import ConfigError, DatasetError
 from harness.types import Corpus, Document, RagSample
 
@@ -81,10 +82,12 @@ class BeirDataset:
         if path is None or str(path) == "":
             raise DatasetError("dataset=beir", "no folder given; set dataset.path=DIR")
         _check_settings(split, limit, corpus_limit, min_grade)
-        self.path = Path(path).expanduser()
+        self.path = setting_path("dataset.path", path)
         self.source = str(self.path)
         self.split, self.limit, self.min_grade = split, limit, float(min_grade)
-        self.answers_path = None if answers is None or answers == "" else Path(answers).expanduser()
+        self.answers_path = (
+            None if answers is None or answers == "" else setting_path("dataset.answers", answers)
+        )
         self.corpus_limit = corpus_limit
         self._queries: dict[str, str] | None = None
         self._qrels: dict[str, Judged] | None = None
@@ -257,16 +260,24 @@ def _check_settings(
     split: object, limit: object, corpus_limit: object, min_grade: object
 ) -> None:
     """A ``ConfigError`` naming the first bad setting."""
-    if not isinstance(split, str) or not split or "/" in split or "\\" in split:
-        raise ConfigError(f"dataset.split: expected a split name such as test, got {split!r}")
+    if (
+        not isinstance(split, str)
+        or not split.strip()
+        or any(c in split for c in "/\\\x00")
+        or text_problem(split) is not None
+    ):
+        raise ConfigError(
+            f"dataset.split: expected a split name such as test (qrels/<split>.tsv), "
+            f"got {split!r}"
+        )
     for name, value in (("limit", limit), ("corpus_limit", corpus_limit)):
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or value < 0
         ):
-            raise ConfigError(f"dataset.{name}: expected a number >= 0 or null, got {value!r}")
+            raise ConfigError(f"dataset.{name}: expected an integer >= 0 or null, got {value!r}")
     if (
         isinstance(min_grade, bool)
         or not isinstance(min_grade, (int, float))
         or not math.isfinite(min_grade)
     ):
-        raise ConfigError(f"dataset.min_grade: expected a number, got {min_grade!r}")
+        raise ConfigError(f"dataset.min_grade: expected a finite number, got {min_grade!r}")

@@ -7,28 +7,20 @@ import hashlib
 import json
 import math
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.files import decode_line
+from harness.datasets.fields import text_problem
+from harness.datasets.reading import decode_line, file_kind, read_lines, stat_file
 from harness.errors import DatasetError
 from harness.types import Document
 
-_BLOCK = 1 << 20
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
 
 #: Judgments of one query: ``(document id, grade)`` in qrels order.
 Judged = list[tuple[str, float]]
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes."""
-    hasher = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_BLOCK):
-            hasher.update(block)
-    return hasher.hexdigest()
 
 
 def check_folder(folder: Path, files: Sequence[tuple[str, Path]]) -> None:
@@ -39,7 +31,13 @@ def check_folder(folder: Path, files: Sequence[tuple[str, Path]]) -> None:
         files: ``(label, path)`` of each file the dataset reads (label ``qrels/<split>.tsv``
             or ``answers`` for those with their own advice).
     """
-    if not folder.exists():
+    try:
+        mode: int | None = os.stat(folder).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    except OSError as e:
+        raise DatasetError(str(folder), f"cannot open ({e.strerror or e})") from None
+    if mode is None:
         where = "" if folder.is_absolute() else f" (resolved from {os.getcwd()})"
         raise DatasetError(
             str(folder),
@@ -47,14 +45,13 @@ def check_folder(folder: Path, files: Sequence[tuple[str, Path]]) -> None:
             "corpus.jsonl, queries.jsonl and qrels/<split>.tsv (dataset=scifact, trec_dl19 "
             "and dbpedia_entity look in $HARNESS_SHARED_DATA, else ../shared/data)",
         )
-    if not folder.is_dir():
+    if not stat.S_ISDIR(mode):
         raise DatasetError(
-            str(folder), "is a file, not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)"
+            str(folder),
+            f"is {file_kind(mode)}, not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)",
         )
     for label, file in files:
-        if file.is_file():
-            if not os.access(file, os.R_OK):
-                raise DatasetError(str(file), "file is not readable")
+        if stat_file(file):
             continue
         if label.startswith("qrels/"):
             splits = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
@@ -165,14 +162,10 @@ def _check_unique(path: Path, record_id: str, line: int, first: dict[str, int]) 
 
 
 def decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(1-based line number, text)`` for each line; a DatasetError on bad UTF-8."""
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as e:
-        raise DatasetError(str(path), f"cannot open ({e.strerror})") from None
-    with f:
-        for number, raw in enumerate(f, start=1):
-            yield number, decode_line(raw, path, number)
+    """``(1-based line number, text)`` for each line; a DatasetError on bad UTF-8, a read
+    error, or a file that changes while it is read."""
+    for number, raw in read_lines(path):
+        yield number, decode_line(raw, path, number)
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -208,7 +201,7 @@ def id_field(path: Path, record: dict[str, Any], field: str, line: int) -> str:
     value = str(value)
     if not value:
         raise DatasetError(str(path), "empty id", line=line, field=field)
-    return value
+    return _text(path, value, field, line)
 
 
 def text_field(
@@ -224,6 +217,14 @@ def text_field(
         raise DatasetError(
             str(path), f"expected a string, got {type(value).__name__}", line=line, field=field
         )
+    return _text(path, value, field, line)
+
+
+def _text(path: Path, value: str, field: str, line: int) -> str:
+    """``value``, or a ``DatasetError`` when it cannot be written as UTF-8."""
+    problem = text_problem(value)
+    if problem is not None:
+        raise DatasetError(str(path), problem, line=line, field=field)
     return value
 
 

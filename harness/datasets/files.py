@@ -1,4 +1,4 @@
-"""JSONL and CSV datasets, read as a stream so that files of any size fit in memory."""
+"""JSONL, CSV and Parquet datasets, read as a stream so that files of any size fit in memory."""
 
 from __future__ import annotations
 
@@ -10,25 +10,26 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.records import RecordParser, field_map
-from harness.errors import DatasetError
+from harness.datasets.fields import field_map
+from harness.datasets.parquet import read_parquet
+from harness.datasets.reading import (
+    Signature,
+    count_lines,
+    decode_line,
+    file_sha256,
+    open_regular,
+    read_lines,
+    setting_path,
+    stat_file,
+)
+from harness.datasets.records import RecordParser
+from harness.errors import ConfigError, DatasetError
 from harness.types import Corpus, RagSample
 
-_BLOCK = 1 << 20
-
-
-def decode_line(raw: bytes, path: str | os.PathLike[str], number: int) -> str:
-    """Line ``number`` (1-based) of ``path`` as text: UTF-8, a leading BOM dropped."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DatasetError(
-            str(path),
-            f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
-            "save the file as UTF-8",
-            line=number,
-        ) from None
-    return text[1:] if number == 1 and text.startswith("\ufeff") else text
+__all__ = [
+    "CsvDataset", "FileDataset", "JsonlDataset", "ParquetDataset", "SampleDataset", "batched",
+    "decode_line",
+]
 
 
 def batched(samples: Iterable[RagSample], size: int) -> Iterator[list[RagSample]]:
@@ -59,30 +60,27 @@ class FileDataset:
     def __init__(
         self, path: str | os.PathLike[str] | None, fields: Mapping[str, str] | None = None
     ) -> None:
-        if path is None or str(path) == "":
+        if path is None or (isinstance(path, (str, os.PathLike)) and os.fspath(path) == ""):
             raise DatasetError(f"dataset={self.format}", "no file given; set dataset.path=FILE")
-        self.path = Path(path).expanduser()
+        self.path = setting_path("dataset.path", path)
         self.source = str(self.path)
         self.fields = field_map(fields)
         self._hasher = hashlib.sha256()
         self._complete = False
+        self._signature: Signature | None = None
 
     def check(self) -> None:
         """Fail early, before any work, when the file cannot be read."""
-        if not self.path.is_file():
-            what = "is a directory, not a file" if self.path.is_dir() else "file not found"
-            raise DatasetError(str(self.path), what)
-        if not os.access(self.path, os.R_OK):
-            raise DatasetError(str(self.path), "file is not readable")
+        if not stat_file(self.path):
+            raise DatasetError(str(self.path), "file not found")
 
     def estimate_count(self) -> int:
-        """Roughly how many records the file holds (its line count), for progress bars."""
-        lines, last = 0, b"\n"
-        with open(self.path, "rb") as f:
-            while block := f.read(_BLOCK):
-                lines += block.count(b"\n")
-                last = block[-1:]
-        return lines + (last != b"\n") - (self.format == "csv")
+        """Roughly how many records the file holds (its line count), for progress bars; 0
+        when the file cannot be read (reading the samples then says why, and where)."""
+        try:
+            return count_lines(self.path) - (self.format == "csv")
+        except DatasetError:
+            return 0
 
     def describe(self) -> dict[str, Any]:
         """What a reader of the outputs needs to know about the data."""
@@ -93,35 +91,21 @@ class FileDataset:
         return None
 
     def sha256(self) -> str:
-        """Content hash of the whole file (computed while reading when read to the end)."""
+        """Content hash of the whole file (computed while reading when read to the end;
+        otherwise read again, and a ``DatasetError`` if it changed since)."""
         if self._complete:
             return self._hasher.hexdigest()
-        hasher = hashlib.sha256()
-        with open(self.path, "rb") as f:
-            while block := f.read(_BLOCK):
-                hasher.update(block)
-        return hasher.hexdigest()
+        return file_sha256(self.path, self._signature)
+
+    def _opened(self, signature: Signature) -> None:
+        self._signature = signature
 
     def _lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(1-based line number, decoded line with its newline)``."""
         self._hasher, self._complete = hashlib.sha256(), False
-        number = 0
-        with open(self.path, "rb") as f:
-            rest = b""
-            while block := f.read(_BLOCK):
-                self._hasher.update(block)
-                parts = (rest + block).split(b"\n")
-                rest = parts.pop()
-                for part in parts:
-                    number += 1
-                    yield number, self._decode(part + b"\n", number)
-            if rest:
-                number += 1
-                yield number, self._decode(rest, number)
+        for number, raw in read_lines(self.path, self._hasher.update, self._opened):
+            yield number, decode_line(raw, self.path, number)
         self._complete = True
-
-    def _decode(self, raw: bytes, number: int) -> str:
-        return decode_line(raw, self.path, number)
 
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit``."""
@@ -146,7 +130,7 @@ class JsonlDataset(FileDataset):
         count = 0
         for number, text in self._lines():
             if limit is not None and count >= limit:
-                return
+                break
             if not text.strip():
                 continue
             try:
@@ -162,6 +146,19 @@ class JsonlDataset(FileDataset):
                 ) from None
             yield parser.parse(raw, number - 1, number)
             count += 1
+        parser.columns.finish()
+
+
+def csv_delimiter(value: object) -> str:
+    """The one-character column separator ``dataset.delimiter`` names (``\\t``: a tab)."""
+    if value == "\\t":
+        return "\t"
+    if not isinstance(value, str) or len(value) != 1 or value in '\r\n"':
+        raise ConfigError(
+            "dataset.delimiter: expected one character other than a quote or a newline, "
+            f"such as ',' ';' '|' or '\\t' (a tab), got {value!r}"
+        )
+    return value
 
 
 class CsvDataset(FileDataset):
@@ -174,7 +171,7 @@ class CsvDataset(FileDataset):
     Args:
         path: The file to read.
         fields: Harness field -> column name.
-        delimiter: The column separator.
+        delimiter: The column separator: one character; ``\\t`` for a tab.
     """
 
     format = "csv"
@@ -186,7 +183,7 @@ class CsvDataset(FileDataset):
         delimiter: str = ",",
     ) -> None:
         super().__init__(path, fields)
-        self.delimiter = delimiter
+        self.delimiter = csv_delimiter(delimiter)
 
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit``."""
@@ -205,6 +202,7 @@ class CsvDataset(FileDataset):
                         str(self.path), "appears more than once in the header", line=1, field=name
                     )
                 seen.add(name)
+            parser.columns.check(seen, "not in the header", line=1)
             for index, row in enumerate(reader):
                 if limit is not None and index >= limit:
                     return
@@ -249,27 +247,17 @@ class ParquetDataset(FileDataset):
 
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit`` (row n is "line" n+1)."""
-        import pyarrow.parquet as pq
-
         parser = RecordParser(str(self.path), self.fields, cells_are_text=False)
-        try:
-            reader = pq.ParquetFile(self.path)
-        except Exception as e:  # pyarrow raises ArrowInvalid and others
-            raise DatasetError(str(self.path), f"not a readable Parquet file ({e})") from None
-        index = 0
-        for batch in reader.iter_batches(batch_size=4096):
-            for raw in batch.to_pylist():
-                if limit is not None and index >= limit:
-                    return
-                yield parser.parse(raw, index, index + 1)
-                index += 1
+        for index, raw in read_parquet(self.path, parser.columns, limit):
+            yield parser.parse(raw, index, index + 1)
 
     def estimate_count(self) -> int:
-        """The row count from the file's metadata."""
+        """The row count from the file's metadata (0 when it cannot be read)."""
         import pyarrow.parquet as pq
 
         try:
-            return int(pq.ParquetFile(self.path).metadata.num_rows)
+            with open_regular(self.path) as f:
+                return int(pq.ParquetFile(f).metadata.num_rows)
         except Exception:
             return 0
 

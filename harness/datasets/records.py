@@ -1,47 +1,24 @@
-"""Turn one raw record (a dict from JSON or CSV) into a validated ``RagSample``."""
+"""Turn one raw record (a dict from JSON, CSV, Parquet or memory) into a validated
+``RagSample``. Every text a sample carries passes ``text_problem`` here."""
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import ConfigError, DatasetError, closest
+from harness.datasets.fields import ALIASES, MappedColumns, text_problem
+from harness.errors import DatasetError
 from harness.types import SAMPLE_FIELDS, RagSample
 
 _TEXT = ("user_input", "reference", "response")
 _TEXTS = ("retrieved_contexts", "reference_contexts")
 _IDS = ("retrieved_context_ids", "reference_context_ids")
 _GRADES = "reference_context_grades"
-
-#: Field names of ragas's legacy schema and of deepeval's ``LLMTestCase``, recognised
-#: without a mapping when the ragas (current) name is absent.
-ALIASES: dict[str, tuple[str, ...]] = {
-    "user_input": ("question", "input"),
-    "response": ("answer", "actual_output"),
-    "reference": ("ground_truth", "expected_output"),
-    "retrieved_contexts": ("contexts", "retrieval_context"),
-    "reference_contexts": ("context",),
-}
-
-
-def field_map(fields: Mapping[str, str] | None) -> dict[str, str]:
-    """Validate a user's ``harness field -> source column`` mapping; fill in the identity."""
-    mapping = {f: f for f in ("id", *SAMPLE_FIELDS)}
-    for ours, theirs in (fields or {}).items():
-        if theirs is None and ours in mapping:
-            continue
-        if ours not in mapping:
-            raise ConfigError(
-                f"dataset.fields: unknown field {ours!r}{closest(ours, list(mapping))}; "
-                f"the fields are {', '.join(mapping)}"
-            )
-        if not isinstance(theirs, str) or not theirs:
-            raise ConfigError(f"dataset.fields.{ours}: expected a column name, got {theirs!r}")
-        mapping[ours] = theirs
-    return mapping
+_LONG = "integer id too long (over 4,300 digits)"
 
 
 def _type_name(value: Any) -> str:
@@ -53,19 +30,32 @@ def _type_name(value: Any) -> str:
 class RecordParser:
     """Validates records of one file; raises ``DatasetError`` naming file, line and field.
 
+    ``columns`` notes whether each column the user mapped (``dataset.fields``) appears: a
+    reader with a header calls ``columns.check``, a stream ``columns.finish`` at its end.
+
     Args:
         path: The file, for messages.
         fields: Harness field -> source column (see ``field_map``).
         cells_are_text: True for CSV, whose list cells hold JSON (or Python-literal) lists.
+        mapped_by: How messages name the setting of a mapping, ``{}`` standing for the
+            harness field.
     """
 
-    def __init__(self, path: str, fields: Mapping[str, str], cells_are_text: bool) -> None:
+    def __init__(
+        self,
+        path: str,
+        fields: Mapping[str, str],
+        cells_are_text: bool,
+        mapped_by: str = "dataset.fields.{}",
+    ) -> None:
         self.path, self.fields, self.cells_are_text = path, fields, cells_are_text
+        self.mapped_by = mapped_by
         self._pairs = [
             (ours, fields[ours], ALIASES.get(ours, ()) if fields[ours] == ours else ())
             for ours in SAMPLE_FIELDS
         ]
         self._seen: dict[str, int] = {}
+        self.columns = MappedColumns(path, fields, mapped_by)
 
     def parse(self, raw: Any, index: int, line: int) -> RagSample:
         """Validate ``raw`` (record ``index``, 0-based; ``line``, 1-based) into a sample."""
@@ -73,6 +63,8 @@ class RecordParser:
             raise DatasetError(
                 self.path, f"expected a JSON object, got {_type_name(raw)}", line=line
             )
+        if self.columns.unseen:
+            self.columns.note(raw)
         values: dict[str, Any] = {}
         for ours, theirs, aliases in self._pairs:
             value = raw.get(theirs)
@@ -87,13 +79,27 @@ class RecordParser:
         sample_id = self._id(raw.get(self.fields["id"]), index, line)
         return RagSample(id=sample_id, **values)
 
+    # -- values ------------------------------------------------------------------------
+
     def _fail(self, field: str, message: str, line: int) -> DatasetError:
         return DatasetError(self.path, message, line=line, field=self.fields[field])
+
+    def _check_items(self, field: str, items: tuple[str, ...], line: int) -> tuple[str, ...]:
+        joined = "".join(items)
+        if joined.isascii() or text_problem(joined) is None:
+            return items
+        for i, item in enumerate(items):
+            problem = text_problem(item)
+            if problem is not None:
+                raise self._fail(field, f"item {i}: {problem}", line)
+        return items
 
     def _convert(self, field: str, value: Any, line: int) -> Any:
         if field in _TEXT:
             if not isinstance(value, str):
                 raise self._fail(field, f"expected a string, got {_type_name(value)}", line)
+            if not value.isascii() and (problem := text_problem(value)) is not None:
+                raise self._fail(field, problem, line)
             return value
         if self.cells_are_text and isinstance(value, str):
             value = self._cell_list(field, value, line)
@@ -102,16 +108,17 @@ class RecordParser:
         if field != _GRADES:  # the common cases, checked at C speed
             kinds = set(map(type, value))
             if kinds <= {str}:
-                return tuple(value)
+                return self._check_items(field, tuple(value), line)
             if field in _IDS and kinds <= {str, int}:
-                return tuple(map(str, value))
+                with contextlib.suppress(ValueError):  # an int too long for str: below
+                    return self._check_items(field, tuple(map(str, value)), line)
         if field in _TEXTS:
             for i, item in enumerate(value):
                 if not isinstance(item, str):
                     raise self._fail(
                         field, f"item {i}: expected a string, got {_type_name(item)}", line
                     )
-            return tuple(value)
+            return self._check_items(field, tuple(value), line)
         if field in _IDS:
             out = []
             for i, item in enumerate(value):
@@ -121,8 +128,11 @@ class RecordParser:
                         f"item {i}: expected a string or integer id, got {_type_name(item)}",
                         line,
                     )
-                out.append(str(item))
-            return tuple(out)
+                try:
+                    out.append(str(item))
+                except ValueError:  # only from memory: JSON and CSV stop at such numbers
+                    raise self._fail(field, f"item {i}: {_LONG}", line) from None
+            return self._check_items(field, tuple(out), line)
         grades = []
         for i, item in enumerate(value):
             if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(
@@ -131,7 +141,6 @@ class RecordParser:
                 raise self._fail(field, f"item {i}: expected a finite number, got {item!r}", line)
             grades.append(float(item))
         return tuple(grades)
-
     def _cell_list(self, field: str, text: str, line: int) -> Any:
         try:
             return json.loads(text)
@@ -171,8 +180,15 @@ class RecordParser:
         elif isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
             raise self._fail("id", f"expected a string or integer, got {_type_name(raw_id)}", line)
         else:
-            sample_id = str(raw_id)
+            try:
+                sample_id = str(raw_id)
+            except ValueError:
+                raise self._fail("id", _LONG, line) from None
+            problem = text_problem(sample_id)
+            if problem is not None:
+                raise self._fail("id", problem, line)
         first = self._seen.setdefault(sample_id, line)
         if first != line:
             raise self._fail("id", f"duplicate id {sample_id!r} (first used on line {first})", line)
         return sample_id
+

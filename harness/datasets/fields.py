@@ -1,0 +1,123 @@
+"""The harness's field names, the user's mapping of them to columns (``dataset.fields``),
+and the check every text of a sample passes (``text_problem``)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from harness.errors import ConfigError, DatasetError, closest
+from harness.types import SAMPLE_FIELDS
+
+#: Column names kept for the hint of a mapping that matches no column.
+_MAX_KEYS = 1000
+
+#: Field names of ragas's legacy schema and of deepeval's ``LLMTestCase``, recognised
+#: without a mapping when the ragas (current) name is absent.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "user_input": ("question", "input"),
+    "response": ("answer", "actual_output"),
+    "reference": ("ground_truth", "expected_output"),
+    "retrieved_contexts": ("contexts", "retrieval_context"),
+    "reference_contexts": ("context",),
+}
+
+
+def text_problem(text: str) -> str | None:
+    """What makes ``text`` unwritable as UTF-8, or None.
+
+    JSON's ``\\ud800`` escapes, Python literals and Python strings can hold a lone
+    surrogate; UTF-8 cannot, so such a text would parse, then fail when written.
+    """
+    if text.isascii():  # O(1) in CPython: the common case costs nothing
+        return None
+    try:
+        text.encode("utf-8")  # fails on a surrogate code point, and only there
+    except UnicodeEncodeError as e:
+        return (
+            f"contains a lone surrogate (\\u{ord(text[e.start]):04x}), which is not valid "
+            "Unicode; fix the text"
+        )
+    return None
+
+
+def field_map(fields: Mapping[str, str] | None) -> dict[str, str]:
+    """Validate a user's ``harness field -> source column`` mapping; fill in the identity."""
+    mapping = {f: f for f in ("id", *SAMPLE_FIELDS)}
+    if fields is None:
+        return mapping
+    if not isinstance(fields, Mapping):
+        raise ConfigError(
+            f"dataset.fields: expected a mapping of harness field to column name, got {fields!r}"
+        )
+    for ours, theirs in fields.items():
+        if theirs is None and ours in mapping:
+            continue
+        if ours not in mapping:
+            raise ConfigError(
+                f"dataset.fields: unknown field {ours!r}{closest(str(ours), list(mapping))}; "
+                f"the fields are {', '.join(mapping)}"
+            )
+        if not isinstance(theirs, str) or not theirs:
+            quote = (
+                f" (for a column named {theirs}, quote it: dataset.fields.{ours}=\"'{theirs}'\")"
+                if isinstance(theirs, (int, float)) and not isinstance(theirs, bool)
+                else ""
+            )
+            raise ConfigError(
+                f"dataset.fields.{ours}: expected a column name, got {theirs!r}{quote}"
+            )
+        problem = text_problem(theirs)
+        if problem is not None:
+            raise ConfigError(f"dataset.fields.{ours}: the column name {problem}")
+        mapping[ours] = theirs
+    return mapping
+
+
+class MappedColumns:
+    """Whether each column the user mapped appears in the data: a reader with a header
+    calls ``check``; a stream calls ``note`` per record and ``finish`` at its end.
+
+    Args:
+        path: The file, for messages.
+        fields: Harness field -> source column (see ``field_map``).
+        mapped_by: How messages name a mapping's setting, ``{}`` standing for the field.
+    """
+
+    def __init__(self, path: str, fields: Mapping[str, str], mapped_by: str) -> None:
+        self.path, self.mapped_by = path, mapped_by
+        # mapped column -> harness field, until a record (or the header) has the column
+        self.unseen = {theirs: ours for ours, theirs in fields.items() if theirs != ours}
+        self._keys: set[str] = set()
+        self._count = 0
+
+    def note(self, raw: Mapping[Any, Any]) -> None:
+        """Record that a record with ``raw``'s keys was read (call only while ``unseen``)."""
+        self._count += 1
+        for column in [c for c in self.unseen if c in raw]:
+            del self.unseen[column]
+        if self.unseen and len(self._keys) < _MAX_KEYS:
+            self._keys.update(k for k in raw if isinstance(k, str))
+
+    def check(self, columns: Collection[str], where: str, line: int | None = None) -> None:
+        """Raise ``DatasetError`` for a mapped column not in ``columns`` (a header, a
+        schema), which are ``where`` ("not in the header")."""
+        for column in self.unseen:
+            if column not in columns:
+                raise DatasetError(self.path, self._missing(column, where, columns), line=line)
+        self.unseen.clear()
+
+    def finish(self) -> None:
+        """At the end of a stream: raise ``DatasetError`` for a mapped column that no
+        record had (nothing is said when no record was read)."""
+        if self.unseen and self._count:
+            column = next(iter(self.unseen))
+            where = f"in no record ({self._count} read)"
+            raise DatasetError(self.path, self._missing(column, where, self._keys))
+
+    def _missing(self, column: str, where: str, columns: Collection[str]) -> str:
+        setting = self.mapped_by.format(self.unseen[column])
+        names = sorted(c for c in columns if isinstance(c, str) and text_problem(c) is None)
+        listed = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        have = f"; the columns are {listed}" if names else ""
+        return f"column {column!r} (mapped by {setting}) is {where}{closest(column, names)}{have}"
