@@ -63,8 +63,21 @@ __all__ = ["KNOB_NAMES", "OUTCOMES", "JudgeServer", "Knobs", "Stats", "load_labe
 Label = int | float
 LabelKey = str | tuple[str, str]
 
-#: Forced outcomes accepted in the ``script`` knob.
-OUTCOMES = ("ok", "429", "500", "malformed", "hang", "mismatch")
+#: Forced outcomes accepted in the ``script`` knob (``400``..``404``: that error status).
+OUTCOMES = ("ok", "429", "500", "malformed", "hang", "mismatch", "400", "401", "403", "404")
+
+#: Shapes of a 200 reply's parts (knobs ``content_shape``, ``usage_shape``, ``logprobs_shape``);
+#: the first of each is the well-formed default.
+CONTENT_SHAPES = ("text", "parts", "refusal", "null", "length", "object", "error", "html")
+USAGE_SHAPES = (
+    "ok", "missing", "null", "strings", "floats", "bad_strings", "not_dict", "details_null",
+    "details_list", "details_string", "nan", "negative", "bools", "huge",
+)
+LOGPROBS_SHAPES = (
+    "ok", "missing", "null", "list", "string", "content_null", "content_dict", "bad_tokens",
+    "nan", "positive", "strings",
+)
+MODELS_ENDPOINT = ("ok", "open", "403", "404", "500")
 
 # --------------------------------------------------------------------------------------------
 # Knobs and stats
@@ -93,10 +106,31 @@ class Knobs:
     # probability that a verdict is flipped, decided by hash(request seed, chunk): a sampling
     # judge whose draws (seed, seed+1, ...) disagree now and then, reproducibly
     flip: float = 0.0
+    # error bodies and the reasons of replies quote the request's Authorization header, as
+    # some proxies (and a judge that repeats its input) do
+    echo_auth: bool = False
+    # the models served: /models lists them, a chat request for another one is a 404
+    # (model_not_found), as vLLM and Ollama answer; empty: any model is served
+    models: list[str] = field(default_factory=list)
+    # GET /models: "ok", "open" (answers without checking the key), or that error status
+    models_endpoint: str = "ok"
+    # shapes of a 200 reply (see CONTENT_SHAPES, USAGE_SHAPES, LOGPROBS_SHAPES): content as
+    # a list of parts, null with a refusal, ...; usage and logprobs of odd types
+    content_shape: str = "text"
+    usage_shape: str = "ok"
+    logprobs_shape: str = "ok"
+    # unknown fields at every level of a reply (a newer API, a proxy's own fields)
+    extra_fields: bool = False
 
 
 KNOB_NAMES = frozenset(f.name for f in fields(Knobs))
 _PROB_KNOBS = ("hang", "fail_429", "fail_500", "malformed", "count_mismatch", "flip")
+_SHAPE_KNOBS = {
+    "content_shape": CONTENT_SHAPES,
+    "usage_shape": USAGE_SHAPES,
+    "logprobs_shape": LOGPROBS_SHAPES,
+    "models_endpoint": MODELS_ENDPOINT,
+}
 
 
 def _check_knob(name: str, value: Any) -> Any:
@@ -125,8 +159,14 @@ def _check_knob(name: str, value: Any) -> Any:
         _label_prob(value)  # raises on a bad label
     elif name == "retry_after":
         value = str(value)
-    elif name == "reject_formats":
+    elif name in ("reject_formats", "models"):
         value = [str(v) for v in (value or [])]
+    elif name in _SHAPE_KNOBS:
+        value = str(value)
+        if value not in _SHAPE_KNOBS[name]:
+            raise ValueError(f"knob {name} must be one of {_SHAPE_KNOBS[name]}, got {value!r}")
+    elif name in ("echo_auth", "extra_fields"):
+        value = bool(value)
     return value
 
 
@@ -136,7 +176,8 @@ class Stats:
 
     ``requests`` counts every chat request; each ends as exactly one of ``ok`` (a clean
     answer), ``malformed``, ``mismatches``, ``status_429``, ``status_500``, ``hangs``,
-    ``status_401``, ``status_400`` (unreadable request), or none of them when the client went
+    ``status_401``, ``status_400`` (unreadable request), ``status_403``, ``status_404`` (scripted,
+    or a model not served), or none of them when the client went
     away before the answer. ``by_retry_count`` counts ``x-stainless-retry-count`` header values
     (as ints when they parse). ``in_flight`` is the current number of requests being processed
     (past the concurrency gate), ``in_flight_max`` its maximum.
@@ -153,6 +194,8 @@ class Stats:
     in_flight_max: int = 0
     status_401: int = 0
     status_400: int = 0
+    status_403: int = 0
+    status_404: int = 0
     in_flight: int = 0
     by_retry_count: Counter = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -404,6 +447,122 @@ def _logprobs(segments: list[Segment], top_n: int) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
+# Reply shapes (knobs content_shape, usage_shape, logprobs_shape, extra_fields)
+# --------------------------------------------------------------------------------------------
+
+REFUSAL = "I'm sorry, I can't help with that request."
+
+
+def _reshape(reply: dict[str, Any], knobs: Knobs) -> dict[str, Any]:
+    """``reply`` in the shapes the knobs ask for (all well-formed by default)."""
+    choice = reply["choices"][0]
+    message = choice["message"]
+    content = message["content"]
+    shape = knobs.content_shape
+    if shape == "parts":  # two text parts (and a non-text one) that join to the content
+        half = len(content) // 2
+        message["content"] = [
+            {"type": "text", "text": content[:half]},
+            {"type": "image_url", "image_url": {"url": "data:,"}},
+            {"type": "text", "text": content[half:]},
+        ]
+    elif shape == "refusal":
+        message.update(content=None, refusal=REFUSAL)
+        choice["logprobs"] = None
+    elif shape == "null":
+        message["content"] = None
+    elif shape == "length":  # a reasoning model that spent max_tokens thinking
+        message.update(content=None, reasoning_content="Let me think about")
+        choice["finish_reason"] = "length"
+    elif shape == "object":  # content as a JSON object rather than its text
+        message["content"] = json.loads(content)
+    elif shape == "error":  # a proxy's error sent with status 200
+        return {"error": {"message": "upstream model overloaded", "type": "server_error"}}
+    reply["usage"] = _usage_shape(reply["usage"], knobs.usage_shape)
+    if reply["usage"] is _DROP:
+        del reply["usage"]
+    if knobs.logprobs_shape != "ok" and choice.get("logprobs") is not None:
+        choice["logprobs"] = _logprobs_shape(choice["logprobs"], knobs.logprobs_shape)
+        if choice["logprobs"] is _DROP:
+            del choice["logprobs"]
+    if knobs.extra_fields:
+        reply.update(service_tier="default", x_proxy={"cost": 0.001, "tags": [1, None]})
+        choice.update(stop_reason=None, matched_stop=[1, 2], content_filter_results={})
+        message.update(tool_calls=[], annotations=[], audio=None, function_call=None)
+        usage = reply.get("usage")
+        if isinstance(usage, dict):
+            usage.update(completion_tokens_details={"reasoning_tokens": 0}, cost="0.1")
+    return reply
+
+
+_DROP: Any = object()
+
+
+def _usage_shape(usage: dict[str, Any], shape: str) -> Any:
+    counts = ("prompt_tokens", "completion_tokens", "total_tokens")
+    if shape == "missing":
+        return _DROP
+    if shape == "null":
+        return None
+    if shape == "not_dict":
+        return [usage["prompt_tokens"], usage["completion_tokens"]]
+    out = dict(usage)
+    if shape == "strings":
+        out.update({k: str(out[k]) for k in counts})
+        out["prompt_tokens_details"] = {"cached_tokens": str(usage["prompt_tokens_details"]
+                                                             ["cached_tokens"])}
+    elif shape == "floats":
+        out.update({k: out[k] + 0.5 for k in counts})
+    elif shape == "bad_strings":
+        out.update({k: "n/a" for k in counts})
+    elif shape == "details_null":
+        out["prompt_tokens_details"] = None
+    elif shape == "details_list":
+        out["prompt_tokens_details"] = [0]
+    elif shape == "details_string":
+        out["prompt_tokens_details"] = "cached_tokens=0"
+    elif shape == "nan":
+        out.update(prompt_tokens=math.nan, completion_tokens=math.inf, total_tokens=-math.inf)
+    elif shape == "negative":
+        out.update({k: -5 for k in counts})
+    elif shape == "bools":
+        out.update({k: True for k in counts})
+    elif shape == "huge":
+        out.update({k: 10**400 for k in counts})
+    return out
+
+
+def _logprobs_shape(logprobs: dict[str, Any], shape: str) -> Any:
+    tokens = logprobs["content"]
+    if shape == "missing":
+        return _DROP
+    if shape == "null":
+        return None
+    if shape == "list":
+        return tokens
+    if shape == "string":
+        return "logprobs unavailable"
+    if shape == "content_null":
+        return {"content": None, "refusal": None}
+    if shape == "content_dict":
+        return {"content": {"tokens": [t["token"] for t in tokens]}}
+    odd = json.loads(json.dumps(tokens))
+    for token in odd:
+        if shape == "bad_tokens":
+            token["top_logprobs"] = None if len(token["token"]) % 2 else "x"
+        for cand in token.get("top_logprobs") or []:
+            if shape == "nan":
+                cand["logprob"] = math.nan
+            elif shape == "positive":
+                cand["logprob"] = 3.0
+            elif shape == "strings":
+                cand["logprob"] = str(cand["logprob"])
+    if shape == "bad_tokens":
+        odd[:0] = ["a bare string", {"logprob": -1.0}, None]
+    return {"content": odd, "refusal": None}
+
+
+# --------------------------------------------------------------------------------------------
 # Concurrency gate (lives on the server loop; its limit may change at run time)
 # --------------------------------------------------------------------------------------------
 
@@ -459,6 +618,14 @@ class _Gate:
 
 def _error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+_STATUS_OUTCOMES = {
+    "400": ("Invalid request (test judge).", "invalid_request_error", None),
+    "401": ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
+    "403": ("You are not allowed to use this model.", "permission_error", None),
+    "404": ("Not found (test judge).", "invalid_request_error", "unknown_url"),
+}
 
 
 class JudgeServer:
@@ -629,17 +796,45 @@ class JudgeServer:
             return False
         return request.headers.get("Authorization", "") != f"Bearer {self.api_key}"
 
-    def _auth_error(self) -> web.Response:
-        body = _error_body(
-            "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+    def _error(
+        self, request: web.Request, status: int, message: str, type_: str, code: str | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> web.Response:
+        """An OpenAI-style error; with ``echo_auth`` its message quotes the Authorization
+        header (as some proxies do: the harness must never write it anywhere)."""
+        if self.knobs.echo_auth:
+            message += f" (Authorization: {request.headers.get('Authorization', '')})"
+        body = _error_body(message, type_, code)
+        return web.json_response(body, status=status, headers=headers)
+
+    def _auth_error(self, request: web.Request) -> web.Response:
+        return self._error(
+            request, 401, "Incorrect API key provided.", "invalid_request_error",
+            "invalid_api_key",
         )
-        return web.json_response(body, status=401)
 
     async def _models(self, request: web.Request) -> web.Response:
-        if self._unauthorized(request):
-            return self._auth_error()
-        model = {"id": self.model, "object": "model", "created": 0, "owned_by": "judge-server"}
-        return web.json_response({"object": "list", "data": [model]})
+        mode = self.knobs.models_endpoint
+        if mode != "open" and self._unauthorized(request):
+            return self._auth_error(request)
+        if mode == "403":
+            return self._error(
+                request, 403, "You are not allowed to list models.", "permission_error", None
+            )
+        if mode == "404":
+            return self._error(
+                request, 404, f"unknown path {request.path}", "invalid_request_error",
+                "unknown_url",
+            )
+        if mode == "500":
+            return self._error(
+                request, 500, "The server had an error (test judge).", "server_error", None
+            )
+        names = self.knobs.models or [self.model]
+        data = [
+            {"id": n, "object": "model", "created": 0, "owned_by": "judge-server"} for n in names
+        ]
+        return web.json_response({"object": "list", "data": data})
 
     def _draw(self, listwise: bool) -> tuple[str, float, Knobs]:
         """Pick this request's outcome and latency (seconds), under the lock."""
@@ -685,9 +880,9 @@ class JudgeServer:
                 entry["status"] = 0  # no answer: hung, or the client went away
             self._tasks.discard(task)
 
-    def _bad_request(self, message: str) -> web.Response:
+    def _bad_request(self, request: web.Request, message: str) -> web.Response:
         self.stats.incr(status_400=1)
-        return web.json_response(_error_body(message, "invalid_request_error", None), status=400)
+        return self._error(request, 400, message, "invalid_request_error", None)
 
     async def _chat_inner(self, request: web.Request, entry: dict[str, Any]) -> web.Response:
         raw = await request.read()
@@ -698,20 +893,29 @@ class JudgeServer:
         entry["body"] = body
         if self._unauthorized(request):
             self.stats.incr(status_401=1)
-            return self._auth_error()
+            return self._auth_error(request)
         if not isinstance(body, dict):
-            return self._bad_request("the request body is not a JSON object")
+            return self._bad_request(request, "the request body is not a JSON object")
         if body.get("stream"):
-            return self._bad_request("streaming is not supported by the test judge")
+            return self._bad_request(request, "streaming is not supported by the test judge")
         fmt = (body.get("response_format") or {}).get("type")
         if fmt is not None and fmt in self.knobs.reject_formats:
-            return self._bad_request(f"response_format of type {fmt!r} is not supported")
+            return self._bad_request(request, f"response_format of type {fmt!r} is not supported")
+        served = self.knobs.models
+        if served and body.get("model") not in served:
+            self.stats.incr(status_404=1)
+            return self._error(
+                request, 404, f"The model `{body.get('model')}` does not exist.",
+                "invalid_request_error", "model_not_found",
+            )
         try:
             prompt = parse_prompt(body)
         except BadRequest as exc:
-            return self._bad_request(str(exc))
+            return self._bad_request(request, str(exc))
 
         outcome, latency, knobs = self._draw(prompt.kind == "listwise")
+        if outcome in _STATUS_OUTCOMES:
+            return self._status_outcome(request, outcome)
         gate = self._gate
         assert gate is not None
         await gate.acquire()
@@ -728,22 +932,32 @@ class JudgeServer:
                 await asyncio.sleep(latency)
             if outcome == "429":
                 self.stats.incr(status_429=1)
-                body429 = _error_body(
-                    "Rate limit reached (test judge).", "rate_limit_error", "rate_limit_exceeded"
-                )
-                return web.json_response(
-                    body429, status=429, headers={"Retry-After": knobs.retry_after}
+                return self._error(
+                    request, 429, "Rate limit reached (test judge).", "rate_limit_error",
+                    "rate_limit_exceeded", headers={"Retry-After": knobs.retry_after},
                 )
             if outcome == "500":
                 self.stats.incr(status_500=1)
-                return web.json_response(
-                    _error_body("The server had an error (test judge).", "server_error", None),
-                    status=500,
+                return self._error(
+                    request, 500, "The server had an error (test judge).", "server_error", None
                 )
-            return web.json_response(self._completion(body, prompt, outcome, knobs))
+            if knobs.content_shape == "html":  # a proxy's page sent with status 200
+                return web.Response(text="<html><body>Gateway</body></html>",
+                                    content_type="text/html")
+            echo = ""
+            if knobs.echo_auth:
+                echo = f" (Authorization: {request.headers.get('Authorization', '')})"
+            return web.json_response(self._completion(body, prompt, outcome, knobs, echo))
         finally:
             self.stats.leave()
             gate.release()
+
+    def _status_outcome(self, request: web.Request, outcome: str) -> web.Response:
+        """A scripted 400, 401, 403 or 404 (never retried by the SDK)."""
+        status = int(outcome)
+        self.stats.incr(**{f"status_{status}": 1})
+        message, type_, code = _STATUS_OUTCOMES[outcome]
+        return self._error(request, status, message, type_, code)
 
     def _verdict(self, question: str | None, chunk: str, default: Label) -> tuple[int, float]:
         labels = self.labels
@@ -754,13 +968,16 @@ class JudgeServer:
         self.stats.incr(unknown_chunks=1)
         return _label_prob(default)
 
-    def _segments(self, prompt: Prompt, outcome: str, knobs: Knobs) -> list[Segment]:
+    def _segments(
+        self, prompt: Prompt, outcome: str, knobs: Knobs, echo: str = ""
+    ) -> list[Segment]:
+        """The reply's content; ``echo`` is appended to every reason."""
         if prompt.kind == "reason":
             score = prompt.score if prompt.score is not None else "unknown"
             reason = (
                 f"The score is {score} because the relevant contexts are ranked as they "
                 "were judged."
-            )
+            ) + echo
             return [(json.dumps({"reason": reason}), None)]
         judged = [self._verdict(prompt.question, c, knobs.default_label) for c in prompt.chunks]
         if knobs.flip:
@@ -775,7 +992,7 @@ class JudgeServer:
                 "The context is relevant to the question."
                 if verdict
                 else "The context is not relevant to the question."
-            )
+            ) + echo
             return [
                 ('{"reason": ' + json.dumps(reason) + ', "verdict": ', None),
                 (str(verdict), ("1", "0", p)),
@@ -786,7 +1003,7 @@ class JudgeServer:
         segs: list[Segment] = [('{"verdicts": [', None)]
         for i, (verdict, p) in enumerate(judged, start=1):
             what = "relevant" if verdict else "not relevant"
-            reason = f"Context {i} is {what} to the question."
+            reason = f"Context {i} is {what} to the question.{echo}"
             if i > 1:
                 segs.append((", ", None))
             segs.append(('{"reason": ' + json.dumps(reason) + ', "verdict": "', None))
@@ -796,7 +1013,7 @@ class JudgeServer:
         return segs
 
     def _completion(
-        self, body: dict[str, Any], prompt: Prompt, outcome: str, knobs: Knobs
+        self, body: dict[str, Any], prompt: Prompt, outcome: str, knobs: Knobs, echo: str = ""
     ) -> dict[str, Any]:
         fmt = body.get("response_format") or {}
         json_mode = isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object")
@@ -808,7 +1025,7 @@ class JudgeServer:
                 text = '{"reason": "cut' if json_mode else "verdict: maybe"
             segments: list[Segment] = [(text, None)]
         else:
-            segments = self._segments(prompt, outcome, knobs)
+            segments = self._segments(prompt, outcome, knobs, echo)
             if outcome == "mismatch":
                 self.stats.incr(mismatches=1)
             else:
@@ -832,7 +1049,7 @@ class JudgeServer:
         if body.get("logprobs"):
             top_n = body.get("top_logprobs")
             logprobs = _logprobs(segments, 5 if top_n is None else int(top_n))
-        return {
+        reply = {
             "id": f"chatcmpl-judge-{ident}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -853,6 +1070,7 @@ class JudgeServer:
                 "prompt_tokens_details": {"cached_tokens": cached},
             },
         }
+        return _reshape(reply, knobs)
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,11 +11,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from harness.errors import ConfigError, JudgeParseError
+from harness.errors import JudgeParseError
 from harness.judges.cache import VerdictCache, cache_key, default_path
-from harness.judges.transport import SCHEMAS, ChatTransport, OutputMode
+from harness.judges.checks import check_prices, check_settings, split_base_url
+from harness.judges.reply import clean_logprobs, clean_usage, tokens
+from harness.judges.schemas import SCHEMAS
+from harness.judges.transport import ChatTransport, OutputMode
 from harness.protocols import Kind
-from harness.redact import redact_uri
+from harness.redact import redact, redact_uri
 from harness.types import Completion, JudgeStats
 
 T = TypeVar("T")
@@ -28,8 +31,10 @@ class OpenAIJudge:
 
     Args:
         model: The model name the endpoint serves.
-        base_url: The endpoint (``None``: OpenAI). vLLM, Ollama, llama.cpp and LiteLLM
-            serve the same protocol under ``http://HOST:PORT/v1``.
+        base_url: The endpoint (``None``: ``$OPENAI_BASE_URL``, else OpenAI). vLLM, Ollama,
+            llama.cpp and LiteLLM serve the same protocol under ``http://HOST:PORT/v1``.
+            Credentials in it (``http://user:pass@host/v1``) are sent as HTTP basic auth
+            (with ``api_key_env`` null) and never printed or written.
         api_key_env: NAME of the environment variable holding the API key (the key is
             never in config or logs). ``None`` for servers that need no key.
         temperature: Sampling temperature.
@@ -79,14 +84,9 @@ class OpenAIJudge:
         samples: int = 1,
         vote: Literal["majority", "mean"] = "majority",
     ) -> None:
-        if max_concurrency < 1:
-            raise ConfigError(f"judge.max_concurrency: expected >= 1, got {max_concurrency}")
-        if max_retries < 0 or parse_retries < 0:
-            raise ConfigError("judge.max_retries and judge.parse_retries must be >= 0")
-        if samples < 1:
-            raise ConfigError(f"judge.samples: expected >= 1, got {samples}")
-        if vote not in ("majority", "mean"):
-            raise ConfigError(f"judge.vote: expected 'majority' or 'mean', got {vote!r}")
+        check_settings(locals())  # every argument, by name
+        prices = check_prices(prices)
+        self._endpoint_key = split_base_url(base_url)[0] or "openai"  # not its credentials
         self.stats = JudgeStats()
         self.transport = ChatTransport(
             model,
@@ -152,7 +152,9 @@ class OpenAIJudge:
         return Path(self.cache_path).expanduser() if self.cache_path else default_path()
 
     async def preflight(self) -> None:
-        """Check, before the first judge call, that the endpoint answers and accepts the key."""
+        """Check, before the first judge call, that the verdict cache opens and the endpoint
+        answers and accepts the key."""
+        self._open_cache()  # an unusable cache is refused before any request
         await self.transport.preflight()
 
     async def ask(
@@ -188,16 +190,17 @@ class OpenAIJudge:
         if cache is not None:
             key = cache_key({
                 "v": 1,
-                "endpoint": self.transport.base_url or "openai",
+                "endpoint": self._endpoint_key,
                 "variant": variant,
                 "prompt_sha256": prompt_sha,
                 "request": self.transport.body(messages, kind, logprobs, draw).decode(),
             })
             hit = cache.get(key)
-            if hit is not None:
-                usage = hit.get("usage") or {}
+            if isinstance(hit, dict) and isinstance(hit.get("content"), str):
+                usage = clean_usage(hit.get("usage"))
+                hit_logprobs = clean_logprobs({"content": hit.get("logprobs")})
                 try:
-                    value = parse(Completion(hit["content"], hit.get("logprobs"), usage))
+                    value = parse(Completion(hit["content"], hit_logprobs, usage))
                 except JudgeParseError:
                     pass  # an entry our parser no longer accepts: ask again
                 else:
@@ -232,9 +235,10 @@ class OpenAIJudge:
                 },
             ]
         self.stats.failures += 1
-        raise JudgeParseError(
-            f"unusable judge reply after {self.parse_retries + 1} attempts: {error}"
-        )
+        attempts = self.parse_retries + 1
+        raise JudgeParseError(redact(
+            f"unusable judge reply after {attempts} attempt{'s' if attempts > 1 else ''}: {error}"
+        ))
 
     def _open_cache(self) -> VerdictCache | None:
         if self.cache_enabled and self._cache is None:
@@ -242,8 +246,8 @@ class OpenAIJudge:
         return self._cache
 
     def _count_hit(self, usage: Mapping[str, Any]) -> None:
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
+        prompt = tokens(usage.get("prompt_tokens"))
+        completion = tokens(usage.get("completion_tokens"))
         self.stats.cache_hits += 1
         self.stats.saved_prompt_tokens += prompt
         self.stats.saved_completion_tokens += completion

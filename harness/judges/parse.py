@@ -26,7 +26,7 @@ def extract_json(text: str) -> dict[str, Any]:
     for candidate in candidates:
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
@@ -90,13 +90,15 @@ def soft_verdicts(content: str, tokens: Sequence[dict[str, Any]] | None) -> list
     ``p_pos`` sums ``exp(logprob)`` over the top candidates reading 1/yes/true and
     ``p_neg`` over 0/no/false. Returns ``None`` when the endpoint sent no logprobs or a
     verdict token cannot be located (the caller falls back to the hard verdict).
+    ``tokens`` come through ``harness.judges.reply.clean_logprobs``; candidates without a
+    number for a logprob are skipped all the same.
     """
     if not tokens:
         return None
     starts, pos = [], 0
     for token in tokens:
         starts.append(pos)
-        pos += len(token.get("token", ""))
+        pos += len(str(token.get("token", "")))
     if pos != len(content):
         return None
     out = []
@@ -106,12 +108,16 @@ def soft_verdicts(content: str, tokens: Sequence[dict[str, Any]] | None) -> list
         if index is None:
             return None
         p_pos = p_neg = 0.0
-        for cand in tokens[index].get("top_logprobs") or []:
+        candidates = tokens[index].get("top_logprobs")
+        for cand in candidates if isinstance(candidates, list) else []:
+            logprob = cand.get("logprob") if isinstance(cand, dict) else None
+            if not isinstance(logprob, (int, float)) or math.isnan(logprob):
+                continue
             word = str(cand.get("token", "")).strip().strip('"').lower()
             if word in _POSITIVE:
-                p_pos += math.exp(cand["logprob"])
+                p_pos += math.exp(min(logprob, 0.0))
             elif word in _NEGATIVE:
-                p_neg += math.exp(cand["logprob"])
+                p_neg += math.exp(min(logprob, 0.0))
         if p_pos + p_neg == 0.0:
             return None
         out.append(p_pos / (p_pos + p_neg))

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from harness.aio import LoopThread
 from harness.errors import ConfigError
 from harness.judges import parse
+from harness.judges.checks import finite
 from harness.metrics.base import BaseMetric, missing_fields
 from harness.prompts.template import PromptTemplate
 from harness.protocols import Judge, Kind, OnDone
@@ -39,8 +40,9 @@ class JudgedMetric(BaseMetric):
                 f"metric {name} judges {mode}, but prompt {prompt.version} is {prompt.mode}; "
                 f"choose a {mode} prompt"
             )
-        if eps < 0:
-            raise ConfigError(f"metric.eps: expected a number >= 0, got {eps!r}")
+        finite("metric.eps", eps)
+        if not isinstance(soft, bool):
+            raise ConfigError(f"metric.soft: expected true or false, got {soft!r}")
         self.name, self.judge, self.prompt, self.eps, self.soft = name, judge, prompt, eps, soft
         self._loop = LoopThread()
         self._agreement: list[float] = []

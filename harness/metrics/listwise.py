@@ -50,7 +50,10 @@ class ContextualPrecision(JudgedMetric):
         soft: bool = False,
     ) -> None:
         super().__init__(name, judge, prompt, "listwise", eps, soft)
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
+        if threshold is not None and not (
+            isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
+            and 0.0 <= threshold <= 1.0
+        ):
             raise ConfigError(
                 f"metric.threshold: expected a number in [0, 1] or null, got {threshold!r}"
             )
