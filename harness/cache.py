@@ -4,6 +4,10 @@
     python -m harness.cache prune --older-than 30d    # delete entries older than 30 days
     python -m harness.cache prune --prompt 3f2a9c     # delete one prompt version's entries
     python -m harness.cache prune --model gpt-4o-mini
+
+``prune`` deletes only what its conditions match, all of them at once; without a condition
+it deletes nothing. A missing, corrupt or unusable cache file is one ``error:`` line and
+exit code 2.
 """
 
 from __future__ import annotations
@@ -11,12 +15,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import re
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
+from harness.errors import ConfigError, HarnessError
 from harness.judges.cache import VerdictCache, default_path
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_HEX = frozenset("0123456789abcdef")
 
 
 def parse_age(text: str) -> float:
@@ -27,8 +37,122 @@ def parse_age(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
+def summary(cache: VerdictCache) -> dict[str, Any]:
+    """Size on disk and entries grouped by model, prompt and variant."""
+    groups, _ = cache.query(
+        "SELECT model, prompt_sha, variant, COUNT(*), MIN(created), MAX(created), "
+        "SUM(prompt_tokens), SUM(completion_tokens) FROM replies "
+        "GROUP BY model, prompt_sha, variant ORDER BY MAX(created) DESC"
+    )
+    files = (cache.path, Path(f"{cache.path}-wal"), Path(f"{cache.path}-shm"))
+    return {
+        "path": str(cache.path),
+        "bytes": sum(p.stat().st_size for p in files if p.exists()),
+        "entries": sum(g[3] for g in groups),
+        "groups": [
+            {
+                "model": str(g[0]),
+                "prompt_sha256": str(g[1]),
+                "variant": str(g[2]),
+                "entries": g[3],
+                "oldest": _number(g[4]),
+                "newest": _number(g[5]),
+                "prompt_tokens": int(_number(g[6])),
+                "completion_tokens": int(_number(g[7])),
+            }
+            for g in groups
+        ],
+    }
+
+
+def conditions(
+    *, older_than_s: float | None = None, prompt_sha: str | None = None, model: str | None = None
+) -> tuple[str, tuple[float | str | int, ...]]:
+    """The SQL condition and its arguments for ``prune``.
+
+    Args:
+        older_than_s: Entries created more than this many seconds ago.
+        prompt_sha: A prompt's sha256, or a prefix of it (hex digits; matched as a prefix,
+            never as a pattern).
+        model: The judge model's exact name.
+
+    Raises:
+        ConfigError: No condition, or an empty or malformed one.
+    """
+    where: list[str] = []
+    args: list[float | str | int] = []
+    if older_than_s is not None:
+        if not math.isfinite(older_than_s) or older_than_s < 0:
+            raise ConfigError(f"--older-than must be an age of 0 s or more, got {older_than_s}")
+        where.append("created < ?")
+        args.append(time.time() - older_than_s)
+    if prompt_sha is not None:
+        prefix = prompt_sha.strip().lower()
+        if not prefix or not set(prefix) <= _HEX or len(prefix) > 64:
+            raise ConfigError(
+                f"--prompt must be a prompt's sha256 or a prefix of it (hex digits, as 'info' "
+                f"lists them), got {prompt_sha!r}; nothing was deleted"
+            )
+        where.append("substr(prompt_sha, 1, ?) = ?")  # not LIKE, where '%' and '_' match all
+        args += [len(prefix), prefix]
+    if model is not None:
+        if not model.strip():
+            raise ConfigError("--model is empty: give the judge model's name; nothing was deleted")
+        where.append("model = ?")
+        args.append(model)
+    if not where:
+        raise ConfigError(
+            "prune needs --older-than, --prompt or --model (it never deletes everything "
+            "unasked); nothing was deleted"
+        )
+    return " AND ".join(where), tuple(args)
+
+
+def prune(
+    cache: VerdictCache,
+    *,
+    older_than_s: float | None = None,
+    prompt_sha: str | None = None,
+    model: str | None = None,
+) -> int:
+    """Delete the entries matching every given condition (``conditions``); return how many.
+
+    Raises:
+        ConfigError: A bad condition (nothing is deleted), or the file failed.
+    """
+    where, args = conditions(older_than_s=older_than_s, prompt_sha=prompt_sha, model=model)
+    _, removed = cache.query(f"DELETE FROM replies WHERE {where}", args)
+    cache.query("PRAGMA wal_checkpoint(TRUNCATE)")
+    return removed
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
 def _when(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    try:
+        return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    except (ValueError, OverflowError, OSError):
+        return "?"
+
+
+def _not_yet(path: Path) -> bool:
+    """No cache file, and nothing in the way of one (its nearest existing folder is one)."""
+    if path.exists() or path.is_symlink():
+        return False
+    existing = next((p for p in path.parents if p.exists()), None)
+    return existing is not None and existing.is_dir()
+
+
+def _print_info(info: dict[str, Any]) -> None:
+    print(f"{info['path']}: {info['entries']:,} entries, {info['bytes'] / 1e6:.1f} MB")
+    for g in info["groups"]:
+        print(
+            f"  {g['entries']:>8,}  {g['model']:<24} prompt {g['prompt_sha256'][:12]}  "
+            f"{g['variant']:<22} {_when(g['oldest'])} .. {_when(g['newest'])}  "
+            f"{g['prompt_tokens'] + g['completion_tokens']:,} tokens"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,37 +164,44 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="size and entries by model, prompt and variant")
     info.add_argument("--json", action="store_true", help="print JSON")
-    prune = sub.add_parser("prune", help="delete entries matching every condition given")
-    prune.add_argument("--older-than", type=parse_age, help="age such as 30d, 12h, 90m")
-    prune.add_argument("--prompt", help="prompt sha256 (or a prefix of it)")
-    prune.add_argument("--model", help="judge model name")
+    cut = sub.add_parser("prune", help="delete entries matching every condition given")
+    cut.add_argument("--older-than", type=parse_age, help="age such as 30d, 12h, 90m")
+    cut.add_argument("--prompt", help="prompt sha256 (or a prefix of it)")
+    cut.add_argument("--model", help="judge model name")
     args = parser.parse_args(argv)
-
-    cache = VerdictCache(args.path or default_path())
     try:
-        if args.command == "info":
-            summary = cache.summary()
+        if args.path is not None and not args.path.strip():
+            raise ConfigError("--path is empty: give the cache file, or leave --path out")
+        path = Path(args.path) if args.path is not None else default_path()
+        filters: dict[str, Any] = {}
+        if args.command == "prune":
+            filters = {"older_than_s": args.older_than, "prompt_sha": args.prompt,
+                       "model": args.model}
+            conditions(**filters)  # checked before the file is opened
+        if args.command == "info" and _not_yet(path):
+            empty = {"path": str(path), "bytes": 0, "entries": 0, "groups": []}
             if args.json:
-                print(json.dumps(summary, indent=2))
-                return 0
-            size_mb = summary["bytes"] / 1e6
-            print(f"{summary['path']}: {summary['entries']:,} entries, {size_mb:.1f} MB")
-            for g in summary["groups"]:
-                print(
-                    f"  {g['entries']:>8,}  {g['model']:<24} prompt {g['prompt_sha256'][:12]}  "
-                    f"{g['variant']:<22} {_when(g['oldest'])} .. {_when(g['newest'])}  "
-                    f"{g['prompt_tokens'] + g['completion_tokens']:,} tokens"
-                )
+                print(json.dumps(empty, indent=2))
+            else:
+                print(f"{path}: no verdict cache yet (judged runs create it)")
             return 0
-        if args.older_than is None and args.prompt is None and args.model is None:
-            parser.error("prune needs --older-than, --prompt or --model")
-        removed = cache.prune(
-            older_than_s=args.older_than, prompt_sha=args.prompt, model=args.model
-        )
-        print(f"removed {removed:,} entries from {cache.path}")
-        return 0
-    finally:
-        cache.close()
+        cache = VerdictCache(path, create=False, write=args.command == "prune")
+        try:
+            if args.command == "info":
+                result = summary(cache)
+                if args.json:
+                    print(json.dumps(result, indent=2))
+                else:
+                    _print_info(result)
+                return 0
+            removed = prune(cache, **filters)
+        finally:
+            cache.close()
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"removed {removed:,} entries from {cache.path}")
+    return 0
 
 
 if __name__ == "__main__":

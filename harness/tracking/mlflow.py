@@ -5,14 +5,17 @@ the opening of the store overlap with the work instead of adding to it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from harness.errors import TrackingError
-from harness.redact import redact_uri
-from harness.tracking.store import close_run, open_run
+from harness.redact import redact, redact_uri
+from harness.tracking import store
+from harness.tracking.store import client, close_run, failure, open_run
 from harness.types import RunRecord, TrackedRun
 
 _PREWARMED: subprocess.Popen[str] | None = None
@@ -66,6 +69,7 @@ class MlflowTracker:
         self._proc: subprocess.Popen[str] | None = None
         self._pending: tuple[str, dict[str, str]] | None = None
         self._parent: str | None = None
+        self._sweep_dir: str | None = None
 
     keeps_artifacts = True
 
@@ -111,31 +115,46 @@ class MlflowTracker:
             "experiment": self.experiment,
             "run_name": run_name,
             "tags": tags,
+            "busy_timeout_s": store.BUSY_TIMEOUT_S,
         }
         assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(header) + "\n")
-        self._proc.stdin.flush()
+        try:
+            self._proc.stdin.write(json.dumps(header) + "\n")
+            self._proc.stdin.flush()
+        except OSError:
+            pass  # the helper died (its stderr says why); ``finish`` reports it
 
     def finish(self, record: RunRecord) -> TrackedRun:
-        """Log ``record`` and close the run; raise ``TrackingError`` if MLflow failed."""
+        """Log ``record`` and close the run.
+
+        Raises:
+            TrackingError: MLflow failed: one line naming the store, the cause, what to do,
+                and where the run's results (already written) are.
+        """
         if self._proc is None:
             run_name, tags = self._pending or ("default", {})
+            run_id = exp_id = ""
             try:
                 run_id, exp_id = open_run(self.tracking_uri, self.experiment, run_name, tags)
                 close_run(self.tracking_uri, run_id, record)
             except Exception as e:  # MLflow raises many types; report them as one
-                raise TrackingError(f"MLflow logging failed: {e}") from e
+                if run_id:
+                    with contextlib.suppress(Exception):  # not left RUNNING, if it can be
+                        client(self.tracking_uri).set_terminated(run_id, "FAILED")
+                raise TrackingError(_kept(failure(self.tracking_uri, e), record)) from None
             return TrackedRun(run_id, exp_id, self.tracking_uri)
         proc, self._proc = self._proc, None
         out, err = proc.communicate(json.dumps(record.to_json()) + "\n")
-        if proc.returncode != 0:
-            lines = [line for line in err.strip().splitlines() if line.strip()]
-            raise TrackingError(
-                f"MLflow logging failed ({redact_uri(self.tracking_uri)}): "
-                + (lines[-1] if lines else f"exit code {proc.returncode}")
-            )
-        result = json.loads(out.strip().splitlines()[-1])
-        return TrackedRun(result["run_id"], result["experiment_id"], self.tracking_uri)
+        reply = _last_json(out)
+        if proc.returncode == 0 and "run_id" in reply:
+            return TrackedRun(str(reply["run_id"]), str(reply["experiment_id"]), self.tracking_uri)
+        if "error" in reply:
+            cause = str(reply["error"])
+        else:  # the helper itself failed (it could not import MLflow, or was killed)
+            lines = [line.strip() for line in err.splitlines() if line.strip()]
+            last = lines[-1] if lines else f"exit code {proc.returncode}"
+            cause = f"MLflow logging failed ({redact_uri(self.tracking_uri)}): {redact(last)}"
+        raise TrackingError(_kept(cause, record))
 
     def abort(self, status: str = "KILLED") -> None:
         """End the run opened by ``begin`` without results.
@@ -150,15 +169,61 @@ class MlflowTracker:
             proc.communicate(json.dumps({"abort": status}) + "\n")
 
     def begin_sweep(self, sweep_dir: str, tags: dict[str, str]) -> None:
-        """Create the experiment and the sweep's parent run, before the jobs start."""
+        """Create the experiment and the sweep's parent run, before the jobs start.
+
+        A store that cannot be used stops the command here, with its one line and exit
+        code 2, before any job runs (Hydra would turn an exception raised in its callback
+        into a warning, and every job would then fail on the same store).
+        """
         from harness.tracking.sweep import open_parent
 
-        self._parent = open_parent(self.tracking_uri, self.experiment, sweep_dir, tags)
+        self._sweep_dir = sweep_dir
+        try:
+            self._parent = open_parent(self.tracking_uri, self.experiment, sweep_dir, tags)
+        except Exception as e:  # MLflow raises many types; report them as one
+            _stop(f"{failure(self.tracking_uri, e)}; no job of the sweep has run")
 
-    def end_sweep(self, objective: str) -> None:
-        """Note the best child by ``objective`` on the parent run and end it."""
+    def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:
+        """Note the best child by ``objective`` and the number of failed jobs on the parent
+        run and end it (FAILED when a job failed)."""
         from harness.tracking.sweep import close_parent
 
         parent, self._parent = self._parent, None
-        if parent is not None:
-            close_parent(self.tracking_uri, parent, objective)
+        if parent is None:
+            return
+        try:
+            close_parent(self.tracking_uri, parent, objective, failed_jobs)
+        except Exception as e:  # MLflow raises many types; report them as one
+            where = f" in {self._sweep_dir}" if self._sweep_dir else ""
+            _stop(
+                f"{failure(self.tracking_uri, e)}; the sweep's parent run could not be closed, "
+                f"the jobs' results are written{where}"
+            )
+
+
+def _stop(line: str) -> NoReturn:
+    """End the command from a Hydra callback with one error line (see ``begin_sweep``)."""
+    print(f"error: {redact(line)}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _last_json(out: str) -> dict[str, Any]:
+    """The helper's reply: the JSON object on its last line of output (``{}`` if none)."""
+    lines = out.strip().splitlines()
+    try:
+        reply = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        return {}
+    return reply if isinstance(reply, dict) else {}
+
+
+def _kept(cause: str, record: RunRecord) -> str:
+    """``cause``, and that the run's results are written all the same (and where)."""
+    names = [Path(p).name for p in record.artifacts[:3]]
+    if not names:
+        return f"{cause}; only the logging failed"
+    folder = Path(record.artifacts[0]).parent
+    return (
+        f"{cause}. Only the logging failed: the run's results are written in {folder} "
+        f"({', '.join(names)})"
+    )

@@ -4,17 +4,20 @@ Reads one JSON line (store, experiment, run name, tags), imports MLflow and open
 while the parent evaluates; then reads a second line (the ``RunRecord``), logs it and
 prints ``{"run_id", "experiment_id"}``. End of input without a record marks the run
 KILLED; ``{"abort": STATUS}`` ends it with STATUS (``DELETE`` removes a run that never got
-past bad input).
+past bad input). When the store fails, it still waits for the record, then prints
+``{"error": LINE}`` (the parent's ``error:`` line, see ``store.failure``) and exits 1.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sys
 
-from harness.tracking.store import client, close_run, open_run
+from harness.tracking import store
+from harness.tracking.store import client, close_run, failure, open_run
 from harness.types import RunRecord
 
 
@@ -27,28 +30,49 @@ def _preload() -> None:
         import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
 
 
-def main() -> None:
-    """Serve one run."""
+def main() -> int:
+    """Serve one run; return the exit code."""
     # Ctrl-C reaches the whole process group; the parent decides how the run ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _preload()
     first = sys.stdin.readline()
     if not first.strip():
-        return  # prewarmed but unclaimed (e.g. tracking=none)
+        return 0  # prewarmed but unclaimed (e.g. tracking=none)
     header = json.loads(first)
     uri = header["uri"]
-    run_id, experiment_id = open_run(uri, header["experiment"], header["run_name"], header["tags"])
+    store.BUSY_TIMEOUT_S = float(header.get("busy_timeout_s", store.BUSY_TIMEOUT_S))
+    run_id = experiment_id = error = None
+    try:
+        run_id, experiment_id = open_run(
+            uri, header["experiment"], header["run_name"], header["tags"]
+        )
+    except Exception as e:  # MLflow raises many types; the parent reports them as one line
+        error = failure(uri, e)
     line = sys.stdin.readline()
     message = json.loads(line) if line.strip() else {"abort": "KILLED"}
     if "abort" in message:
-        if message["abort"] == "DELETE":
-            client(uri).delete_run(run_id)
-        else:
-            client(uri).set_terminated(run_id, message["abort"])
-        return
-    close_run(uri, run_id, RunRecord(**message))
-    print(json.dumps({"run_id": run_id, "experiment_id": experiment_id}), flush=True)
+        if run_id is not None:
+            with contextlib.suppress(Exception):  # the run's fate is best effort here
+                if message["abort"] == "DELETE":
+                    client(uri).delete_run(run_id)
+                else:
+                    client(uri).set_terminated(run_id, message["abort"])
+        return 0
+    if run_id is None:
+        return _reply({"error": error}, 1)
+    try:
+        close_run(uri, run_id, RunRecord(**message))
+    except Exception as e:  # MLflow raises many types; the parent reports them as one line
+        with contextlib.suppress(Exception):  # not left RUNNING, if it can be
+            client(uri).set_terminated(run_id, "FAILED")
+        return _reply({"error": failure(uri, e)}, 1)
+    return _reply({"run_id": run_id, "experiment_id": experiment_id}, 0)
+
+
+def _reply(message: dict[str, str | None], code: int) -> int:
+    print(json.dumps(message), flush=True)
+    return code
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
