@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.errors import ConfigError, HarnessError, closest
 from harness.job import Parts, RunSettings
 from harness.protocols import Dataset
-from harness.registry import TRUSTED_TARGETS
+from harness.registry import TRUSTED_TARGETS, check_target, check_targets
 from harness.validation import check_arguments
 
 #: Metrics every run logs, whatever its metric (``run.objective`` may name one).
@@ -21,16 +21,23 @@ RUN_METRICS = ("mean", "n_samples", "n_scored", "n_unscored", "duration_s", "suc
 
 
 def settings(cfg: DictConfig) -> RunSettings:
-    """Read the ``run`` block; unknown keys get a did-you-mean."""
+    """Read the ``run`` block; unknown keys get a did-you-mean, bad values their range."""
     run = cfg.get("run")
-    values = dict(OmegaConf.to_container(run, resolve=True)) if run is not None else {}  # type: ignore[arg-type]
+    if run is None:
+        return RunSettings()
+    values = {str(k): v for k, v in _container(run, "run").items()}
+    if "_target_" in values:
+        raise ConfigError("run._target_: not a setting; run takes settings, not a component")
     check_arguments("run", RunSettings, values)
-    return RunSettings(**{str(k): v for k, v in values.items()})
+    return RunSettings(**values)
 
 
 def check_missing(cfg: DictConfig, group: str) -> None:
     """Raise ``ConfigError`` naming the settings of ``group`` left as ``???``."""
-    missing = sorted(OmegaConf.missing_keys(cfg[group]))
+    node = cfg[group]
+    if not OmegaConf.is_config(node):
+        return
+    missing = sorted(OmegaConf.missing_keys(node))
     if missing:
         raise ConfigError(
             f"{group}: no value for {', '.join(missing)}; "
@@ -41,27 +48,25 @@ def check_missing(cfg: DictConfig, group: str) -> None:
 def instantiate(cfg: DictConfig, group: str) -> Any:
     """Build the object the config group names with ``_target_``.
 
-    Every ``_target_`` node in it is checked against its constructor first (unknown keys
-    with a did-you-mean, values of the wrong type), so a typo costs no work.
+    Every ``_target_`` in it must be on ``TRUSTED_TARGETS`` (checked before anything is
+    imported), and every node is checked against its constructor (unknown keys with a
+    did-you-mean, values of the wrong type or out of range) before any is built, so a
+    typo costs no work.
     """
     from hydra.errors import InstantiationException
-    from hydra.utils import execution_whitelist, get_method
+    from hydra.utils import execution_whitelist
     from hydra.utils import instantiate as hydra_instantiate
-    from omegaconf.errors import OmegaConfBaseException
 
     check_missing(cfg, group)
-    try:
-        node = OmegaConf.to_container(cfg[group], resolve=True)
-    except OmegaConfBaseException as e:
-        raise ConfigError(f"{group}: {str(e).splitlines()[0]}") from None
-    if isinstance(node, dict) and "_target_" in node:
-        try:
-            target = get_method(node["_target_"])
-        except Exception as e:
-            raise ConfigError(
-                f"{group}._target_: cannot import {node['_target_']!r} ({e})"
-            ) from None
-        check_arguments(group, target, {str(k): v for k, v in node.items()})
+    node = {str(k): v for k, v in _container(cfg[group], group).items()}
+    if "_target_" not in node:
+        raise ConfigError(
+            f"{group}: expected a component (a mapping with _target_); "
+            f"choose an option of the {group} group"
+        )
+    check_targets(group, node)  # every _target_ on the allow-list before any import
+    groups = {str(k) for k in cfg}
+    check_arguments(group, check_target(group, node["_target_"]), node, groups)
     try:
         with execution_whitelist(TRUSTED_TARGETS):
             return hydra_instantiate(cfg[group], _convert_="all")
@@ -75,6 +80,20 @@ def instantiate(cfg: DictConfig, group: str) -> Any:
         raise ConfigError(f"{group}: {lines[-1] if lines else e}") from None
     except TypeError as e:
         raise ConfigError(f"{group}: {str(e).splitlines()[0]}") from None
+
+
+def _container(node: Any, where: str) -> dict[Any, Any]:
+    """A config node as a resolved plain dict; ``ConfigError`` if it is not a mapping."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not isinstance(node, DictConfig):
+        raise ConfigError(f"{where}: expected a mapping of settings, got {node!r}")
+    try:
+        value = OmegaConf.to_container(node, resolve=True)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
+    assert isinstance(value, dict)
+    return value
 
 
 def _named(error: HarnessError, group: str) -> HarnessError:

@@ -10,10 +10,10 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from harness.errors import ConfigError
 from harness.protocols import Dataset, Metric, Retriever, Task, Tracker
+from harness.validation import Range, check_arguments
 
 
 @dataclass(frozen=True)
@@ -38,23 +38,20 @@ class RunSettings:
     """
 
     seed: int = 0
-    limit: int | None = None
-    batch_size: int = 1024
-    max_unscored_frac: float | None = None
+    limit: Annotated[int, Range(ge=0)] | None = None
+    batch_size: Annotated[int, Range(ge=1)] = 1024
+    max_unscored_frac: Annotated[float, Range(ge=0, le=1)] | None = None
     progress: bool = True
     quiet: bool = False
     objective: str = "mean"
-    retrieval_ks: list[int] = dataclasses.field(default_factory=lambda: [10])
+    retrieval_ks: list[Annotated[int, Range(ge=1)]] = dataclasses.field(
+        default_factory=lambda: [10]
+    )
     retrieval_min_grade: float | None = None
 
     def __post_init__(self) -> None:
-        if self.limit is not None and self.limit < 0:
-            raise ConfigError(f"run.limit: expected a number >= 0 or null, got {self.limit}")
-        if self.batch_size < 1:
-            raise ConfigError(f"run.batch_size: expected a number >= 1, got {self.batch_size}")
-        frac = self.max_unscored_frac
-        if frac is not None and not 0.0 <= frac <= 1.0:
-            raise ConfigError(f"run.max_unscored_frac: expected a number in [0, 1], got {frac}")
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        check_arguments("run", type(self), values)
 
 
 @dataclass

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
 from harness.errors import ConfigError
 from harness.metrics.base import BaseMetric, missing_fields
 from harness.metrics.ranking import average_precision, set_precision
 from harness.protocols import OnDone
 from harness.types import RagSample, SampleResult, unscored
+from harness.validation import Range, check_value
 
 Aggregate = Literal["set_precision", "average_precision"]
+#: The average-precision denominator's epsilon: a finite number >= 0.
+Eps = Annotated[float, Range(ge=0)]
 
 
 class IdContextPrecision(BaseMetric):
@@ -28,10 +31,10 @@ class IdContextPrecision(BaseMetric):
     Args:
         name: The metric option name, recorded in outputs.
         aggregate: ``set_precision`` (ragas parity) or ``average_precision`` (rank-aware).
-        eps: Added to the average-precision denominator (0 by default).
+        eps: Added to the average-precision denominator (0 by default; finite, >= 0).
         min_grade: Where the dataset carries graded relevance
             (``reference_context_grades``, e.g. BEIR qrels), the minimum grade that counts
-            as relevant. Ignored when the dataset has no grades.
+            as relevant (a finite number). Ignored when the dataset has no grades.
     """
 
     requires = frozenset({"retrieved_context_ids", "reference_context_ids"})
@@ -40,7 +43,7 @@ class IdContextPrecision(BaseMetric):
         self,
         name: str,
         aggregate: Aggregate = "set_precision",
-        eps: float = 0.0,
+        eps: Eps = 0.0,
         min_grade: float = 1,
     ) -> None:
         if aggregate not in ("set_precision", "average_precision"):
@@ -48,8 +51,8 @@ class IdContextPrecision(BaseMetric):
                 f"metric.aggregate: expected 'set_precision' or 'average_precision', "
                 f"got {aggregate!r}"
             )
-        if eps < 0:
-            raise ConfigError(f"metric.eps: expected a number >= 0, got {eps!r}")
+        check_value("metric.eps", Eps, eps)
+        check_value("metric.min_grade", float, min_grade)
         self.name, self.aggregate, self.eps, self.min_grade = name, aggregate, eps, min_grade
 
     def relevant_ids(self, sample: RagSample) -> set[str]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from harness.errors import ConfigError, closest
 from harness.metrics.base import BaseMetric, missing_fields
 from harness.metrics.ranking import average_precision
 from harness.protocols import OnDone
 from harness.types import RagSample, SampleResult, unscored
+from harness.validation import Range, check_value
 
 #: Option value -> rapidfuzz.distance class name.
 MEASURES = {
@@ -19,6 +20,12 @@ MEASURES = {
     "jaro_winkler": "JaroWinkler",
     "indel": "Indel",
 }
+
+Measure = Literal["levenshtein", "hamming", "jaro", "jaro_winkler", "indel"]
+Threshold = Annotated[float, Range(ge=0, le=1)]
+Eps = Annotated[float, Range(ge=0)]
+#: rapidfuzz's threads: -1 (all cores) or a count >= 1.
+Workers = Literal[-1] | Annotated[int, Range(ge=1)]
 
 
 class StringContextPrecision(BaseMetric):
@@ -35,9 +42,10 @@ class StringContextPrecision(BaseMetric):
     Args:
         name: The metric option name, recorded in outputs.
         measure: levenshtein (default), hamming, jaro, jaro_winkler or indel.
-        threshold: Similarity at or above which a chunk counts as relevant (inclusive).
-        eps: Added to the average-precision denominator (ragas: 1e-10).
-        workers: Threads for rapidfuzz (-1: all cores).
+        threshold: Similarity at or above which a chunk counts as relevant (inclusive;
+            in [0, 1]).
+        eps: Added to the average-precision denominator (ragas: 1e-10; finite, >= 0).
+        workers: Threads for rapidfuzz (-1: all cores, else >= 1).
     """
 
     requires = frozenset({"retrieved_contexts", "reference_contexts"})
@@ -45,20 +53,20 @@ class StringContextPrecision(BaseMetric):
     def __init__(
         self,
         name: str,
-        measure: str = "levenshtein",
-        threshold: float = 0.5,
-        eps: float = 1e-10,
-        workers: int = -1,
+        measure: Measure = "levenshtein",
+        threshold: Threshold = 0.5,
+        eps: Eps = 1e-10,
+        workers: Workers = -1,
     ) -> None:
-        if measure not in MEASURES:
+        if not isinstance(measure, str) or measure not in MEASURES:
+            hint = closest(measure, MEASURES) if isinstance(measure, str) else ""
             raise ConfigError(
-                f"metric.measure: unknown measure {measure!r}{closest(measure, MEASURES)}; "
+                f"metric.measure: unknown measure {measure!r}{hint}; "
                 f"choose one of {', '.join(MEASURES)}"
             )
-        if not 0.0 <= threshold <= 1.0:
-            raise ConfigError(f"metric.threshold: expected a number in [0, 1], got {threshold!r}")
-        if eps < 0:
-            raise ConfigError(f"metric.eps: expected a number >= 0, got {eps!r}")
+        check_value("metric.threshold", Threshold, threshold)
+        check_value("metric.eps", Eps, eps)
+        check_value("metric.workers", Workers, workers)
         self.name, self.measure, self.threshold = name, measure, threshold
         self.eps, self.workers = eps, workers
 

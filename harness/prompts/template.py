@@ -5,12 +5,18 @@ Prompts are data (``conf/prompt/*.yaml``). The parts shared by every chunk of a 
 prompt caching (OpenAI cached input tokens, vLLM prefix caching) applies to pointwise
 judging. Values are inserted once and never re-rendered, so a chunk that contains
 template syntax (``{{ }}``) or instructions is treated as text.
+
+Templates are rendered in Jinja2's immutable sandbox: a template can read its variables
+but not reach Python internals (``__class__``, ``__globals__``, ...) or change a value. A
+template that tries is refused at start-up with one line naming the prompt and the
+expression; nothing of it runs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -42,7 +48,7 @@ class PromptTemplate:
         reason: For listwise prompts that explain their score (deepeval's
             ``include_reason``): ``{system, user}`` with variables ``question``,
             ``answer``, ``verdicts`` and ``score``.
-        path: The file the prompt came from, if any (recorded, not read).
+        path: The file the prompt came from, if any (recorded, not read; named in errors).
     """
 
     def __init__(
@@ -81,25 +87,16 @@ class PromptTemplate:
     @classmethod
     def from_file(cls, path: str) -> PromptTemplate:
         """Load a prompt from a YAML file with the same keys as the constructor."""
-        import yaml
+        return PromptFile(path)
 
-        file = Path(path).expanduser()
-        if not file.is_file():
-            raise ConfigError(f"prompt.path: {file}: file not found")
-        try:
-            data = yaml.safe_load(file.read_text("utf-8"))
-        except yaml.YAMLError as e:
-            raise ConfigError(f"prompt.path: {file}: not valid YAML ({e})") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"prompt.path: {file}: expected a mapping of prompt keys")
-        data.pop("_target_", None)
-        from harness.validation import check_arguments
-
-        check_arguments("prompt", cls, data)
-        return cls(**data, path=str(file))
+    @property
+    def _name(self) -> str:
+        """The prompt in messages: its file, else its version."""
+        return self.path or self.version
 
     def _check(self) -> None:
-        """Fail at start-up on variables the template uses but no call provides."""
+        """Fail at start-up on unsafe expressions and on variables the template uses but
+        no call provides."""
         from jinja2 import meta
 
         env = _environment()
@@ -109,6 +106,9 @@ class PromptTemplate:
                 ("reason.system", self.reason["system"], VARIABLES["reason"]),
                 ("reason.user", self.reason["user"], VARIABLES["reason"]),
             ]
+        for where, text, _ in checks:
+            _refuse_internals(f"prompt {self._name} ({where})", text, env.parse(text))
+        self._dry_run()
         for where, text, allowed in checks:
             for name in sorted(meta.find_undeclared_variables(env.parse(text)) - allowed):
                 raise ConfigError(
@@ -126,6 +126,35 @@ class PromptTemplate:
             except Exception as e:
                 raise ConfigError(f"prompt {self.version}: examples[{i}]: {e}") from None
 
+    def _dry_run(self) -> None:
+        """Render each template once with stand-in values: the sandbox refuses, here
+        rather than mid-run, what the static check cannot see (a computed attribute name).
+        Other errors depend on the real values and are left to the real call."""
+        from jinja2.exceptions import SecurityError
+
+        stand_in: dict[str, Any] = {
+            "question": "q", "answer": "a", "context": "c", "contexts": ["c"],
+            "verdicts": [{"verdict": "yes", "reason": "r"}], "score": 0.5,
+        }
+        templates = [("system", self._system), ("user", self._user)]
+        if self._reason is not None:
+            templates += [("reason.system", self._reason[0]), ("reason.user", self._reason[1])]
+        for where, template in templates:
+            try:
+                template.render(**stand_in)
+            except SecurityError as e:
+                raise ConfigError(f"prompt {self._name} ({where}): {_refusal(e)}") from None
+            except Exception:  # the real values may well fit
+                continue
+
+    def _render(self, where: str, template: Any, variables: Mapping[str, Any]) -> str:
+        from jinja2.exceptions import SecurityError
+
+        try:
+            return str(template.render(**variables)).strip()
+        except SecurityError as e:
+            raise ConfigError(f"prompt {self._name} ({where}): {_refusal(e)}") from None
+
     @cached_property
     def sha256(self) -> str:
         """Hash of everything that shapes the judge's input (a run tag, a cache key part)."""
@@ -138,9 +167,9 @@ class PromptTemplate:
 
     @cached_property
     def _prefix(self) -> list[dict[str, str]]:
-        messages = [{"role": "system", "content": self._system.render().strip()}]
+        messages = [{"role": "system", "content": self._render("system", self._system, {})}]
         for example in self.examples:
-            user = self._user.render(**example["inputs"]).strip()
+            user = self._render("user", self._user, example["inputs"])
             messages.append({"role": "user", "content": user})
             messages.append(
                 {"role": "assistant", "content": json.dumps(example["output"], ensure_ascii=False)}
@@ -149,7 +178,8 @@ class PromptTemplate:
 
     def messages(self, **variables: Any) -> list[dict[str, str]]:
         """Chat messages for one judge call: system, examples, then the rendered user turn."""
-        return [*self._prefix, {"role": "user", "content": self._user.render(**variables).strip()}]
+        user = self._render("user", self._user, variables)
+        return [*self._prefix, {"role": "user", "content": user}]
 
     def reason_messages(self, **variables: Any) -> list[dict[str, str]]:
         """Chat messages for the summary-reason call of a listwise metric."""
@@ -157,8 +187,8 @@ class PromptTemplate:
             raise ConfigError(f"prompt {self.version} has no 'reason' templates")
         system, user = self._reason
         return [
-            {"role": "system", "content": system.render(**variables).strip()},
-            {"role": "user", "content": user.render(**variables).strip()},
+            {"role": "system", "content": self._render("reason.system", system, variables)},
+            {"role": "user", "content": self._render("reason.user", user, variables)},
         ]
 
     def describe(self) -> dict[str, Any]:
@@ -183,7 +213,79 @@ class PromptTemplate:
         return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
 
 
-def _environment() -> Any:
-    from jinja2 import Environment, StrictUndefined
+class PromptFile(PromptTemplate):
+    """A prompt read from a YAML file (``prompt=file prompt.path=F``).
 
-    return Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
+    Args:
+        path: The file; its keys are ``PromptTemplate``'s (``version``, ``mode``,
+            ``system``, ``user``, ``examples``, ``reason``).
+    """
+
+    def __init__(self, path: str) -> None:
+        import yaml
+
+        file = Path(path).expanduser()
+        if not file.is_file():
+            raise ConfigError(f"prompt.path: {file}: file not found")
+        try:
+            data = yaml.safe_load(file.read_text("utf-8"))
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{file}:{mark.line + 1}" if mark is not None else str(file)
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise ConfigError(f"prompt.path: {where}: not valid YAML ({problem})") from None
+        except (OSError, UnicodeError) as e:
+            raise ConfigError(f"prompt.path: {file}: cannot read it ({e})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"prompt.path: {file}: expected a mapping of prompt keys")
+        data.pop("_target_", None)
+        data.pop("path", None)
+        from harness.validation import check_arguments
+
+        check_arguments("prompt", PromptTemplate, data)
+        super().__init__(**data, path=str(file))
+
+
+def _environment() -> Any:
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment(
+        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
+    )
+
+
+def _refuse_internals(where: str, text: str, tree: Any) -> None:
+    """Refuse a template that names an attribute starting with ``_`` (``x.__class__``,
+    ``x['__globals__']``, ``x|attr('__init__')``): the sandbox would refuse it too, but
+    only when the expression runs."""
+    from jinja2 import nodes
+
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+        if isinstance(node, nodes.Getattr):
+            name: Any = node.attr
+        elif isinstance(node, nodes.Getitem):
+            name = node.arg.value if isinstance(node.arg, nodes.Const) else None
+        else:
+            args = node.args if node.name == "attr" else []
+            name = args[0].value if args and isinstance(args[0], nodes.Const) else None
+        if isinstance(name, str) and name.startswith("_"):
+            raise ConfigError(
+                f"{where}: unsafe expression {_expression(text, node.lineno, name)}: "
+                f"access to '{name}' is refused; templates may use their variables, "
+                "not Python internals"
+            )
+
+
+def _expression(text: str, lineno: int, name: str) -> str:
+    """The ``{{ }}`` / ``{% %}`` on line ``lineno`` of ``text`` that mentions ``name``."""
+    lines = text.splitlines()
+    line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+    for match in re.finditer(r"\{[{%].*?[%}]\}", line):
+        if name in match.group():
+            return match.group()
+    return f"on line {lineno}: {line.strip()[:200]}"
+
+
+def _refusal(error: Exception) -> str:
+    return f"{error} Templates may use their variables, not Python internals"

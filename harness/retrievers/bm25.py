@@ -6,18 +6,24 @@ import inspect
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from harness.errors import ConfigError
 from harness.retrievers import index_cache
+from harness.retrievers.chunking import ChunkOverlap, ChunkSize
 from harness.retrievers.dense import Dense
 from harness.retrievers.extras import require_extra
 from harness.retrievers.indexed import IndexedRetriever
 from harness.retrievers.rerank import RerankStage
-from harness.retrievers.topk import Scored, top_k
+from harness.retrievers.topk import Count, Scored, top_k
 from harness.types import Chunk
+from harness.validation import Range, check_value
 
 Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
+#: ``k1`` and ``delta``: finite numbers >= 0.
+NonNegative = Annotated[float, Range(ge=0)]
+#: ``b``: a number in [0, 1].
+Fraction = Annotated[float, Range(ge=0, le=1)]
 
 
 class BM25(IndexedRetriever):
@@ -31,11 +37,11 @@ class BM25(IndexedRetriever):
 
     Args:
         top_k: How many chunks to return per query.
-        k1: Term-frequency saturation.
-        b: Document-length normalisation (0 none, 1 full).
+        k1: Term-frequency saturation (>= 0).
+        b: Document-length normalisation (0 none, 1 full; in [0, 1]).
         method: The BM25 variant (``bm25s`` names): ``lucene`` (as Lucene/Anserini),
             ``robertson``, ``atire``, ``bm25l``, ``bm25+``.
-        delta: The delta of ``bm25l`` and ``bm25+`` (ignored by the others).
+        delta: The delta of ``bm25l`` and ``bm25+`` (>= 0; ignored by the others).
         stemmer: A Snowball language (``english``, ``german``, ...) or null for no
             stemming. Stemming needs PyStemmer (the ``stem`` extra).
         stopwords: ``en`` (bm25s's English list), another ``bm25s`` language code, a
@@ -54,17 +60,17 @@ class BM25(IndexedRetriever):
 
     def __init__(
         self,
-        top_k: int = 10,
-        k1: float = 1.5,
-        b: float = 0.75,
+        top_k: Count = 10,
+        k1: NonNegative = 1.5,
+        b: Fraction = 0.75,
         method: Method = "lucene",
-        delta: float = 0.5,
+        delta: NonNegative = 0.5,
         stemmer: str | None = None,
         stopwords: str | list[str] | None = "en",
-        chunk_size: int | None = None,
-        chunk_overlap: int = 0,
+        chunk_size: ChunkSize = None,
+        chunk_overlap: ChunkOverlap = 0,
         rerank: Dense | None = None,
-        candidates: int = 100,
+        candidates: Count = 100,
         cache: bool = True,
     ) -> None:
         require_extra(["bm25s"], "retriever=bm25", None)
@@ -73,10 +79,9 @@ class BM25(IndexedRetriever):
                 f"retriever.method: expected one of robertson, lucene, atire, bm25l, bm25+; "
                 f"got {method!r}"
             )
-        if k1 < 0:
-            raise ConfigError(f"retriever.k1: expected a number >= 0, got {k1!r}")
-        if not 0 <= b <= 1:
-            raise ConfigError(f"retriever.b: expected a number in [0, 1], got {b!r}")
+        check_value("retriever.k1", NonNegative, k1)
+        check_value("retriever.b", Fraction, b)
+        check_value("retriever.delta", NonNegative, delta)
         self.k1, self.b, self.method, self.delta = float(k1), float(b), method, float(delta)
         self.stemmer_name = stemmer
         self._stemmer = _make_stemmer(stemmer)

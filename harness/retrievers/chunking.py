@@ -21,12 +21,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
 
 from harness.errors import ConfigError
 from harness.types import Chunk, Document
+from harness.validation import Range
 
 _WORD = re.compile(r"\S+")
+
+#: ``chunk_size``: words per chunk, >= 1, or null for whole documents.
+ChunkSize = Annotated[int, Range(ge=1)] | None
+#: ``chunk_overlap``: words shared by consecutive chunks, >= 0 (and < chunk_size).
+ChunkOverlap = Annotated[int, Range(ge=0)]
 
 
 def check_chunking(where: str, chunk_size: Any, chunk_overlap: Any) -> tuple[int | None, int]:

@@ -19,6 +19,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -28,10 +29,12 @@ import numpy as np
 
 from harness.errors import ConfigError
 from harness.retrievers import index_cache
+from harness.retrievers.chunking import ChunkOverlap, ChunkSize
 from harness.retrievers.extras import require_extra
 from harness.retrievers.indexed import IndexedRetriever
-from harness.retrievers.topk import Scored, top_k
+from harness.retrievers.topk import Count, Scored, top_k
 from harness.types import Chunk
+from harness.validation import check_value
 
 #: Model names served by a package (no download): name -> (module, distribution).
 BUNDLED = {
@@ -67,10 +70,10 @@ class Dense(IndexedRetriever):
     def __init__(
         self,
         model: str = "all-MiniLM-L6-v2",
-        top_k: int = 10,
-        batch_size: int = 64,
-        chunk_size: int | None = None,
-        chunk_overlap: int = 0,
+        top_k: Count = 10,
+        batch_size: Count = 64,
+        chunk_size: ChunkSize = None,
+        chunk_overlap: ChunkOverlap = 0,
         device: str = "cpu",
         cache: bool = True,
     ) -> None:
@@ -78,8 +81,12 @@ class Dense(IndexedRetriever):
         if model in BUNDLED:
             modules.append(BUNDLED[model][0])
         require_extra(modules, "retriever=dense", "dense")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"retriever.batch_size: expected a number >= 1, got {batch_size!r}")
+        check_value("retriever.batch_size", Count, batch_size)
+        if not isinstance(device, str) or not re.fullmatch(r"[a-z][a-z0-9_]*(:\d+)?", device):
+            raise ConfigError(
+                f"retriever.device: expected a torch device such as cpu, cuda, cuda:1 or mps, "
+                f"got {device!r}"
+            )
         self.model, self.batch_size, self.device, self.cache = model, batch_size, device, cache
         self.model_path, self.model_id = _resolve_model(model)
         super().__init__(top_k, chunk_size, chunk_overlap)

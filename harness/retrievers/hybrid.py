@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from harness.errors import ConfigError
 from harness.retrievers.base import CorpusRetriever
 from harness.retrievers.chunking import chunk_documents
 from harness.retrievers.dense import Dense
 from harness.retrievers.rerank import RerankStage
-from harness.retrievers.topk import check_top_k
+from harness.retrievers.topk import Count, check_top_k
 from harness.types import Chunk, Corpus
+from harness.validation import Range
 
 Level = Literal["chunk", "document"]
+#: ``rrf_k`` and each of ``weights``: finite numbers >= 0.
+NonNegative = Annotated[float, Range(ge=0)]
 
 
 class Hybrid(CorpusRetriever):
@@ -50,10 +54,10 @@ class Hybrid(CorpusRetriever):
     def __init__(
         self,
         retrievers: Mapping[str, CorpusRetriever] | Sequence[CorpusRetriever],
-        top_k: int = 10,
-        rrf_k: float = 60,
-        candidates: int = 100,
-        weights: list[float] | None = None,
+        top_k: Count = 10,
+        rrf_k: NonNegative = 60,
+        candidates: Count = 100,
+        weights: list[NonNegative] | None = None,
         level: Level = "chunk",
         rerank: Dense | None = None,
     ) -> None:
@@ -63,16 +67,14 @@ class Hybrid(CorpusRetriever):
         first = parts[0]
         super().__init__(top_k, first.chunk_size, first.chunk_overlap)
         self.candidates = check_top_k(where, "candidates", candidates)
-        if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or rrf_k < 0:
-            raise ConfigError(f"{where}.rrf_k: expected a number >= 0, got {rrf_k!r}")
+        if not _non_negative(rrf_k):
+            raise ConfigError(f"{where}.rrf_k: expected a finite number >= 0, got {rrf_k!r}")
         self.rrf_k = float(rrf_k)
         if weights is None:
             weights = [1.0] * len(parts)
-        if len(weights) != len(parts) or any(
-            isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0 for w in weights
-        ):
+        if len(weights) != len(parts) or not all(_non_negative(w) for w in weights):
             raise ConfigError(
-                f"{where}.weights: expected {len(parts)} numbers >= 0 (one per "
+                f"{where}.weights: expected {len(parts)} numbers >= 0 (finite, one per "
                 f"retriever), got {weights!r}"
             )
         self.weights = [float(w) for w in weights]
@@ -124,6 +126,16 @@ class Hybrid(CorpusRetriever):
         if self.stage.reranker is not None:
             out["rerank"] = self.stage.reranker.describe()
         return out
+
+
+def _non_negative(value: Any) -> bool:
+    """Whether ``value`` is a finite number >= 0 (not a bool)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def _check_parts(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from harness.errors import ConfigError
 from harness.types import Corpus, RagSample
+from harness.validation import Range
 
 
 class Precomputed:
@@ -21,9 +22,11 @@ class Precomputed:
 
     needs_corpus: bool = False
 
-    def __init__(self, top_k: int | None = None) -> None:
-        if top_k is not None and top_k < 1:
-            raise ConfigError(f"retriever.top_k: expected a number >= 1 or null, got {top_k}")
+    def __init__(self, top_k: Annotated[int, Range(ge=1)] | None = None) -> None:
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
+        ):
+            raise ConfigError(f"retriever.top_k: expected a number >= 1 or null, got {top_k!r}")
         self.top_k = top_k
 
     def prepare(self, corpus: Corpus | None) -> None:

@@ -54,19 +54,20 @@ config, its settings beside it (they are checked against your ``__init__``), e.g
     url: http://localhost:8080
     top_k: 10
 
-(config targets are limited to ``harness.registry.TRUSTED_TARGETS``: your package must be
-among them).
+(config targets are limited to the component classes in
+``harness.registry.TRUSTED_TARGETS``: your class's import path must be among them).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from harness.errors import ConfigError
 from harness.retrievers.fill import fill_samples
 from harness.types import Corpus, Hit, RagSample
+from harness.validation import Range
 
 
 class SearchRetriever(ABC):
@@ -87,7 +88,7 @@ class SearchRetriever(ABC):
 
     needs_corpus: bool = False
 
-    def __init__(self, top_k: int | None = None) -> None:
+    def __init__(self, top_k: Annotated[int, Range(ge=1)] | None = None) -> None:
         if top_k is not None and (
             isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
         ):

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
 from harness.errors import ConfigError
+from harness.validation import Range
 
 #: A ranked result list: (chunk index into the retriever's chunks, score), best first.
 Scored = list[tuple[int, float]]
+
+#: A count setting (``top_k``, ``candidates``, ``batch_size``): an int >= 1.
+Count = Annotated[int, Range(ge=1)]
 
 
 def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> Scored:
