@@ -36,6 +36,23 @@ def _on_signal(signum: int, frame: Any) -> None:
     raise Interrupted(signum)
 
 
+def _refuse_untrusted_hydra_targets(args: list[str]) -> None:
+    """Hydra builds its own nodes (``+hydra.callbacks.x._target_=...``) before any of our
+    checks: a target there must be on the allow-list too (nothing is imported)."""
+    from harness.errors import ConfigError
+    from harness.registry import trusted
+
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        key = key.lstrip("+~")
+        if sep and key.startswith("hydra.") and key.endswith("._target_"):
+            try:
+                trusted(key.removesuffix("._target_"), value)
+            except ConfigError as e:
+                print(f"error: {e}", file=sys.stderr)
+                sys.exit(2)
+
+
 def tracker_class(args: list[str]) -> Any:
     """The tracker class the command line chooses, read from ``conf/tracking/`` before
     Hydra composes anything; ``None`` when it cannot tell."""
@@ -65,18 +82,28 @@ def main() -> None:
     """Console entry point."""
     import signal
 
+    from harness.cli_secrets import hide
     from harness.tracking import mlflow as mlflow_tracking
 
-    # SIGTERM (a scheduler, `kill`) stops the run as cleanly as Ctrl-C: the MLflow run is
-    # marked KILLED and the rows written so far stay in samples.jsonl.
+    # SIGTERM (a scheduler, `kill`) and SIGHUP (a closed terminal or SSH session) stop the
+    # run as cleanly as Ctrl-C: the MLflow run is marked KILLED and the rows written so far
+    # stay in samples.jsonl.partial.
     signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+    sys.argv[1:] = hide(sys.argv[1:])
+    _refuse_untrusted_hydra_targets(sys.argv[1:])
     if not _NO_RUN.intersection(sys.argv[1:]):
         # Start the tracker's slow imports (MLflow: 2-3 s) now, in parallel with Hydra.
         tracker = tracker_class(sys.argv[1:])
         if tracker is not None:
             tracker.prewarm()
+    from harness.guard import Failures
+
+    Failures.count = 0
     try:
         _hydra_app()()
+        if Failures.count:
+            sys.exit(2)  # a sweep whose jobs failed (each said why; the others ran)
     except SystemExit as e:
         if e.code == 1:  # Hydra could not compose the config: add a did-you-mean
             from harness.hints import suggest

@@ -17,6 +17,7 @@ from typing import IO, Any
 from harness.errors import ConfigError
 from harness.metrics.retrieval import at_cutoffs, sample_grades
 from harness.protocols import Metric
+from harness.redact import redact
 from harness.types import RagSample, SampleResult
 
 _MAX_REASONS = 20
@@ -125,6 +126,8 @@ def evaluate(
             for name, value in values.items():
                 tally.retrieval[name] = tally.retrieval.get(name, 0.0) + value
         if result.score is None:
+            if result.error:
+                result.error = redact(result.error)
             tally.add_reason(result.error or "unscored")
         else:
             tally.scores.append(result.score)

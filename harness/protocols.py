@@ -229,8 +229,9 @@ class Tracker(Protocol):
         """Open a sweep's parent run, before its jobs start (``-m``)."""
         ...
 
-    def end_sweep(self, objective: str) -> None:
-        """Close the sweep's parent run, noting its best child by ``objective``."""
+    def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:
+        """Close the sweep's parent run, noting its best child by ``objective`` and how many
+        jobs failed (the parent is then FAILED)."""
         ...
 
 

@@ -12,7 +12,9 @@ from typing import Any
 from harness import __version__
 from harness.errors import HarnessError, JudgeUnavailable
 from harness.job import Job, Parts
-from harness.types import RunRecord, TrackedRun
+from harness.outputs import OutputError, write_text
+from harness.redact import redact, redact_tree
+from harness.types import RunRecord, Status, TrackedRun
 
 
 def base_tags(job: Job) -> dict[str, str]:
@@ -30,18 +32,21 @@ def tracked(
 ) -> Iterator[None]:
     """Open the tracked run, and end it as the work ends when that is not a success.
 
-    An endpoint that died mid-run leaves a FAILED run with the rows finished so far; bad
-    input leaves no run and no partial results (``discard``); an interruption leaves a
-    KILLED run with the rows written so far.
+    An endpoint that died mid-run, or an output that could not be written, leaves a FAILED
+    run with the rows finished so far; bad input leaves no run and no partial results
+    (``discard``); an interruption leaves a KILLED run with the rows written so far.
     """
-    parts.tracker.begin(job.run_name, tags, multirun=job.multirun, sweep_dir=job.sweep_dir)
+    parts.tracker.begin(
+        redact(job.run_name), redact_tree(tags), multirun=job.multirun, sweep_dir=job.sweep_dir
+    )
     try:
         yield
-    except JudgeUnavailable:
-        parts.tracker.abort("FAILED")
+    except (JudgeUnavailable, OutputError):
+        parts.tracker.abort("FAILED")  # the rows so far stay, in the .partial file
         raise
     except HarnessError:
-        parts.tracker.abort("DELETE")
+        # bad input: no run is left behind, except in a sweep, whose parent counts it
+        parts.tracker.abort("FAILED" if job.multirun else "DELETE")
         discard()
         raise
     except BaseException:
@@ -50,18 +55,16 @@ def tracked(
 
 
 def write_json(path: Path, data: Any) -> Path:
-    """Write ``data`` as indented UTF-8 JSON."""
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    return path
+    """Write ``data`` as indented UTF-8 JSON, whole, without credentials."""
+    return write_text(path, json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
 
 
 def write_config(job: Job) -> Path:
-    """``config.yaml``: the resolved config the job ran with (no ``hydra`` node)."""
+    """``config.yaml``: the resolved config the job ran with (no ``hydra`` node), without
+    credentials."""
     from omegaconf import OmegaConf
 
-    path = job.out_dir / "config.yaml"
-    path.write_text(OmegaConf.to_yaml(job.config), "utf-8")
-    return path
+    return write_text(job.out_dir / "config.yaml", OmegaConf.to_yaml(redact_tree(job.config)))
 
 
 def flatten(tree: Any, prefix: str = "", elsewhere: Collection[str] = ()) -> dict[str, str]:
@@ -96,6 +99,7 @@ def finish(
     metrics: dict[str, Any],
     tags: dict[str, str],
     artifacts: list[Path],
+    status: Status = "FINISHED",
 ) -> TrackedRun | None:
     """Write ``summary.json`` and ``config.yaml``, then log the run: params, the metrics
     that have a value, tags, and ``config.yaml``, the ``rows`` file, ``summary.json`` and
@@ -103,9 +107,10 @@ def finish(
     config_path = write_config(job)
     summary_path = write_json(job.out_dir / "summary.json", summary)
     record = RunRecord(
-        params=params,
+        params=redact_tree(params),
         metrics={k: float(v) for k, v in metrics.items() if v is not None},
-        tags=tags,
+        tags=redact_tree(tags),
         artifacts=[str(config_path), str(rows), str(summary_path), *map(str, artifacts)],
+        status=status,
     )
     return parts.tracker.finish(record)

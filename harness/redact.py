@@ -1,15 +1,66 @@
-"""Credentials out of every text the harness writes."""
+"""Credentials out of every text the harness writes.
+
+Two kinds of secret are removed: credentials inside URIs (``scheme://user:pass@host``,
+whatever the scheme), and the values of secrets the process handles (an API key read from
+the environment), which ``register`` adds as soon as they are read. ``redact`` is applied
+by every writer: rows, summaries, config files, MLflow params and tags, console lines and
+error messages quoted from servers.
+"""
 
 from __future__ import annotations
 
+import re
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+MASK = "***"
+#: Secrets shorter than this are not masked in free text (too likely to hit ordinary words).
+MIN_SECRET = 6
+_SECRETS: set[str] = set()
+# scheme://userinfo@ : the userinfo is everything up to the last "@" before the host part.
+_URI_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@]*@)")
+
+
+def register(secret: str | None) -> None:
+    """Remember a secret value (an API key) so that ``redact`` masks it everywhere."""
+    if secret and len(secret) >= MIN_SECRET:
+        _SECRETS.add(secret)
 
 
 def redact_uri(uri: str) -> str:
     """Drop credentials from a URI (``scheme://user:pass@host`` -> ``scheme://***@host``)."""
-    parts = urlsplit(uri)
-    if parts.username or parts.password:
+    try:
+        parts = urlsplit(uri)
+        has_credentials = bool(parts.username or parts.password)
+    except ValueError:  # e.g. a malformed port: fall back to the textual rule
+        return redact(uri)
+    if has_credentials:
         host = parts.hostname or ""
-        netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        netloc = f"{MASK}@{host}" + (f":{port}" if port else "")
         return urlunsplit(parts._replace(netloc=netloc))
-    return uri
+    return redact(uri)
+
+
+def redact(text: str) -> str:
+    """``text`` with URI credentials and registered secret values masked."""
+    if "@" in text and "://" in text:
+        text = _URI_CREDENTIALS.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def redact_tree(value: Any) -> Any:
+    """``redact`` applied to every string in nested dicts, lists and tuples (keys too)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_tree(k): redact_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_tree(v) for v in value)
+    return value

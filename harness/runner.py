@@ -6,15 +6,19 @@ Errors the user can act on end as one line and an exit code: 2 bad input or conf
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from harness import cli_secrets
 from harness.build import build, instantiate, uses
 from harness.errors import HarnessError, Interrupted, RunFailed
 from harness.job import Job, Parts
+from harness.outputs import release, write_text
+from harness.redact import redact
 
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:
@@ -45,38 +49,85 @@ def run(cfg: DictConfig) -> float:
     from hydra.types import RunMode
 
     hc = HydraConfig.get()
-    parts = build(cfg)
+    out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
-    job = Job(
-        config=job_config(cfg),
-        out_dir=Path(hc.runtime.output_dir),
-        choices=choices_of(cfg, parts, dict(hc.runtime.choices)),
-        run_name=hc.job.override_dirname or "default",
-        sweep_dir=str(hc.sweep.dir) if multirun else None,
-        job_num=hc.job.num if multirun else None,
-        build=lambda group: instantiate(cfg, group),
-    )
     try:
-        return parts.task.run(parts, job)[1]
+        scrub_hydra_files(out_dir)
+        parts = build(cfg)
+        job = Job(
+            config=job_config(cfg),
+            out_dir=out_dir,
+            choices=choices_of(cfg, parts, dict(hc.runtime.choices)),
+            run_name=run_name(hc.job.override_dirname),
+            sweep_dir=str(hc.sweep.dir) if multirun else None,
+            job_num=hc.job.num if multirun else None,
+            build=lambda group: instantiate(cfg, group),
+        )
+        try:
+            return parts.task.run(parts, job)[1]
+        finally:
+            parts.close()
     finally:
-        parts.close()
+        if not multirun:
+            release(out_dir)
+
+
+def scrub_hydra_files(out_dir: Path) -> None:
+    """Mask credentials in what Hydra wrote into ``.hydra/`` from config files (command
+    line values never get there: ``harness.cli_secrets``)."""
+    for path in sorted((out_dir / ".hydra").glob("*.yaml")):
+        text = path.read_text("utf-8")
+        if redact(text) != text:
+            write_text(path, redact(text))
+
+
+def run_name(override_dirname: str | None) -> str:
+    """The tracker's run name: the overrides that varied, without credentials."""
+    return cli_secrets.reveal(redact(override_dirname or "default"))
 
 
 def main(cfg: DictConfig) -> float | None:
-    """Hydra task function: report ``HarnessError`` as one line and a non-zero exit."""
+    """Hydra task function: report ``HarnessError`` as one line and a non-zero exit.
+
+    In a sweep (``-m``) a job that fails records its error in its folder and the sweep goes
+    on; the command exits non-zero at the end (``harness.guard``).
+    """
     try:
         return run(cfg)
-    except RunFailed as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(3)
     except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        code = 3 if isinstance(e, RunFailed) else 2
+        line = f"error: {redact(str(e))}"
+        if _in_sweep():
+            return _job_failed(line)
+        print(line, file=sys.stderr)
+        sys.exit(code)
     except KeyboardInterrupt as e:
         signum = e.signum if isinstance(e, Interrupted) else 2
         print(
             f"interrupted (signal {signum}): the MLflow run is marked KILLED; finished rows are "
-            "in samples.jsonl and judge verdicts in the cache, so rerunning resumes",
+            "in samples.jsonl.partial and judge verdicts in the cache, so rerunning resumes",
             file=sys.stderr,
         )
         sys.exit(128 + signum)
+
+
+def _in_sweep() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return bool(HydraConfig.get().mode == RunMode.MULTIRUN)
+
+
+def _job_failed(line: str) -> float:
+    """Record a sweep job's failure in its folder; the sweep goes on (NaN: a failed trial)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from harness.guard import FAILED
+
+    hc = HydraConfig.get()
+    where = f"job {hc.job.num} ({hc.job.override_dirname or 'default'})"
+    print(redact(f"{line} [{where}]"), file=sys.stderr)
+    out_dir = Path(hc.runtime.output_dir)
+    with contextlib.suppress(HarnessError):  # the line is on the console regardless
+        write_text(out_dir / FAILED, redact(line) + "\n")
+    return float("nan")

@@ -49,10 +49,15 @@ class Fails:
 
 @dataclass(frozen=True)
 class Scores:
-    """Exit 0; one expected dict per row (only the keys given are compared)."""
+    """Exit 0; one expected dict per row (only the keys given are compared).
+
+    ``nothing_scored``: no row gets a score, which fails the run (exit 3, rows kept) with
+    one error line that contains this text.
+    """
 
     rows: list[dict[str, Any]]
     max_seconds: float | None = None
+    nothing_scored: str | None = None
 
 
 @dataclass(frozen=True)
@@ -226,7 +231,10 @@ CASES: list[Case | Any] = [
             {"passages": ["Paris"], "reference_contexts": ["Paris"]},
             {"passages": ["Rome"], "reference_contexts": ["Paris"]},
         ),
-        Scores([unscored("missing field retrieved_contexts")] * 2),
+        Scores(
+            [unscored("missing field retrieved_contexts")] * 2,
+            nothing_scored="dataset.fields.retrieved_contexts=COLUMN",
+        ),
         metric="non_llm",
         solo=True,
     ),
@@ -243,7 +251,8 @@ CASES: list[Case | Any] = [
             [
                 unscored("retrieved_context_ids is empty"),
                 unscored("missing field reference_context_ids"),
-            ]
+            ],
+            nothing_scored="retrieved_context_ids is empty",
         ),
         solo=True,
     ),
@@ -750,7 +759,10 @@ CASES: list[Case | Any] = [
     Case(
         "csv-without-needed-column",
         csv_bytes(["id", "retrieved_context_ids"], ["q1", ["a"]]),
-        Scores([{"id": "q1", **unscored("missing field reference_context_ids")}]),
+        Scores(
+            [{"id": "q1", **unscored("missing field reference_context_ids")}],
+            nothing_scored="dataset.fields.reference_context_ids=COLUMN",
+        ),
         fmt="csv",
     ),
     Case(
@@ -956,8 +968,13 @@ def _check_scores(case: Case, out: Outcome, offset: int) -> None:
     result, expect = out.result, case.expect
     assert isinstance(expect, Scores)
     assert "Traceback" not in result.stderr + result.stdout, result.stderr[-3000:]
-    assert result.returncode == 0, f"exit {result.returncode}, stderr: {result.stderr[-3000:]!r}"
-    assert "error:" not in result.stderr, result.stderr[-3000:]
+    if expect.nothing_scored is None:
+        assert result.returncode == 0, f"exit {result.returncode}: {result.stderr[-3000:]!r}"
+        assert "error:" not in result.stderr, result.stderr[-3000:]
+    else:
+        assert result.returncode == 3, f"exit {result.returncode}: {result.stderr[-3000:]!r}"
+        [line] = [x for x in result.stderr.splitlines() if x.startswith("error:")]
+        assert line.startswith("error: none of the") and expect.nothing_scored in line, line
     if expect.max_seconds is not None:
         assert out.seconds < expect.max_seconds, f"took {out.seconds:.1f} s"
     all_rows = result.rows()

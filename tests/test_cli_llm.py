@@ -169,10 +169,14 @@ def test_sigint_and_sigterm_stop_cleanly(tmp_path: Path, mlflow_store: str, sign
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum, err
     assert f"interrupted (signal {signum})" in err and "Traceback" not in err
-    rows = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
-    assert 0 < len(rows) < 30  # the finished prefix was flushed
+    out_dir = tmp_path / "out"
+    # the finished prefix was flushed, under a name that says the run did not finish
+    partial = out_dir / "samples.jsonl.partial"
+    assert "samples.jsonl.partial" in err
+    rows = [json.loads(x) for x in partial.read_text().splitlines()]
+    assert 0 < len(rows) < 30
     assert [r["id"] for r in rows] == [f"q{i:02d}" for i in range(1, len(rows) + 1)]
-    assert not (tmp_path / "out" / "summary.json").exists()
+    assert not (out_dir / "summary.json").exists() and not (out_dir / "samples.jsonl").exists()
 
     [run] = mlflow_runs.runs(mlflow_store, f"signal_{signum}")
     assert run.info.status == "KILLED"
@@ -198,8 +202,10 @@ def test_endpoint_dying_mid_run_stops_with_partial_results(
     assert time.monotonic() - stopped < 20
     assert proc.returncode == 2, err
     assert "stopped answering" in err and "Traceback" not in err
-    rows = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
+    partial = tmp_path / "out" / "samples.jsonl.partial"
+    rows = [json.loads(x) for x in partial.read_text().splitlines()]
     assert 0 < len(rows) < 30 and all(r["score"] is not None for r in rows)
+    assert not (tmp_path / "out" / "samples.jsonl").exists()
 
     [run] = mlflow_runs.runs(mlflow_store, "dying_judge")
     assert run.info.status == "FAILED"

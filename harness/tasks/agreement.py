@@ -17,8 +17,10 @@ from harness import __version__
 from harness.agreement import Pair, agreement, pairs_from
 from harness.errors import ConfigError, JudgeError
 from harness.job import Job, Parts
+from harness.outputs import write_text
 from harness.protocols import Judge
 from harness.record import base_tags, finish, tracked
+from harness.redact import redact_tree
 
 Outcome = tuple[int, str] | str
 
@@ -105,7 +107,7 @@ class JudgeAgreement:
         summary = {"task": "judge_agreement", "options": job.choices, "min_grade": min_grade,
                    "unjudged_pairs": failed, **result, "judge": {**judge.describe(), **stats},
                    "prompt": prompt.describe(), "harness_version": __version__}
-        rows_path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+        write_text(rows_path, "".join(json.dumps(redact_tree(r)) + "\n" for r in rows))
         names = ("pairs", "accuracy", "precision", "recall", "f1", "cohen_kappa")
         metrics: dict[str, Any] = {k: result[k] for k in names}
         metrics.update({f"judge/{k}": v for k, v in stats.items()})

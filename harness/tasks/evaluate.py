@@ -11,6 +11,7 @@ from harness import __version__
 from harness.errors import ConfigError, DatasetError, RunFailed
 from harness.evaluation import Tally, evaluate
 from harness.job import Job, Parts, RunSettings
+from harness.outputs import finalise, partial_of, streamed
 from harness.record import base_tags, finish, flatten, tracked
 from harness.report import describe_run, render_summary
 from harness.types import RagSample
@@ -42,11 +43,13 @@ class Evaluate:
             tags["prompt.version"] = described["prompt"]["version"]
 
         samples_path = job.out_dir / "samples.jsonl"
+        partial = partial_of(samples_path)
         bar, progress = _progress(parts.settings, total)
         try:
             with (
-                tracked(parts, job, tags, lambda: samples_path.unlink(missing_ok=True)),
-                open(samples_path, "w", encoding="utf-8") as sink,
+                tracked(parts, job, tags, lambda: partial.unlink(missing_ok=True)),
+                streamed(samples_path),
+                open(partial, "w", encoding="utf-8") as sink,
             ):
                 tally = score(parts, batches, sink, progress)
         finally:
@@ -54,8 +57,9 @@ class Evaluate:
                 bar.close()
         if tally.n_samples == 0:
             parts.tracker.abort("DELETE")
-            samples_path.unlink(missing_ok=True)
+            partial.unlink(missing_ok=True)
             raise DatasetError(parts.dataset.source, "contains no records")
+        finalise(samples_path)
 
         sha = parts.dataset.sha256()
         used = {g: job.config[g] for g in (*PARAM_GROUPS, "judge") if g in job.config}
@@ -101,18 +105,52 @@ class Evaluate:
         metrics.update({f"judge/{k}": v for k, v in stats.items()})
         metrics.update({k: v for k, v in summary.get("retrieval", {}).items() if k != "n_queries"})
         tags = {**tags, "dataset.sha256": sha, "mlflow.note.content": describe_run(summary)}
+        failure = broken_limit(tally, job, parts, samples_path)
         tracked_run = finish(parts, job, summary, rows=samples_path, params=params,
-                             metrics=metrics, tags=tags, artifacts=artifacts)
+                             metrics=metrics, tags=tags, artifacts=artifacts,
+                             status="FAILED" if failure else "FINISHED")
         if not parts.settings.quiet:
             print(render_summary(summary, tracked_run))
-        frac = parts.settings.max_unscored_frac
-        if frac is not None and tally.n_unscored > frac * tally.n_samples:
-            raise RunFailed(
-                f"{tally.n_unscored} of {tally.n_samples} samples are unscored, more than "
-                f"run.max_unscored_frac={frac}; see {samples_path}"
-            )
+        if failure:
+            raise RunFailed(failure)
         value = metrics.get(parts.settings.objective)
         return summary, float("nan") if value is None else float(value)
+
+
+def broken_limit(tally: Tally, job: Job, parts: Parts, rows: Path) -> str | None:
+    """Why the finished run fails (exit 3, outputs kept), or ``None``: nothing scored, or
+    more unscored than ``run.max_unscored_frac``."""
+    frac = parts.settings.max_unscored_frac
+    if frac is None and tally.n_scored == 0:
+        return nothing_scored(tally, job, parts.metric.name, rows)
+    if frac is not None and tally.n_unscored > frac * tally.n_samples:
+        return (
+            f"{tally.n_unscored} of {tally.n_samples} samples are unscored, more than "
+            f"run.max_unscored_frac={frac}; see {rows}"
+        )
+    return None
+
+
+def nothing_scored(tally: Tally, job: Job, metric: str, rows: Path) -> str:
+    """Why a run that scored no sample failed: the commonest reason, the mapping behind it."""
+    reason, count = tally.reasons.most_common(1)[0]
+    line = (
+        f"none of the {tally.n_samples} samples was scored by {metric}: {reason} "
+        f"({count} of {tally.n_samples})"
+    )
+    missing = reason.partition("missing field")[2].lstrip("s ").split(", ") if (
+        reason.startswith("missing field")
+    ) else []
+    fields = job.config.get("dataset", {}).get("fields") or {}
+    mapped = [f"dataset.fields.{k}={v}" for k, v in fields.items() if v and k in missing]
+    if mapped:
+        line += f"; you mapped {', '.join(mapped)}: no record has that column"
+    elif missing:
+        line += f"; map the column that holds it with dataset.fields.{missing[0]}=COLUMN"
+    return (
+        f"{line}; rows with each reason are in {rows} (set run.max_unscored_frac=1 to "
+        "accept a run with nothing scored)"
+    )
 
 
 def _progress(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], None] | None]:

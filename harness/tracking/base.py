@@ -42,5 +42,5 @@ class NullTracker:
     def begin_sweep(self, sweep_dir: str, tags: dict[str, str]) -> None:
         """No parent run."""
 
-    def end_sweep(self, objective: str) -> None:
+    def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:
         """No parent run."""

@@ -53,5 +53,10 @@ class SweepTracking(Callback):
         """Record the best child run on the parent and close it."""
         if self._tracker is None:
             return
+        from pathlib import Path
+
+        from harness.guard import failed_jobs
+
         tracker, self._tracker = self._tracker, None
-        tracker.end_sweep(str(config.get("run", {}).get("objective", "mean")))
+        failed = len(failed_jobs(Path(str(config.hydra.sweep.dir))))
+        tracker.end_sweep(str(config.get("run", {}).get("objective", "mean")), failed)

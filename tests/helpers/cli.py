@@ -62,9 +62,29 @@ class CliResult:
         return [json.loads(line) for line in text.splitlines()]
 
 
+def fresh_out(cwd: Path) -> Path:
+    """``cwd/out`` for a folder's first run, then ``out-2``, ``out-3``, ...: a run never
+    writes into a folder that holds another run's outputs (it refuses to)."""
+    out, n = cwd / "out", 1
+    while out.exists():
+        n += 1
+        out = cwd / f"out-{n}"
+    return out
+
+
 def cli_args(args: tuple[str, ...], out_dir: Path) -> list[str]:
-    """``args`` with the output directory pinned and the progress bar off."""
-    return [*args, f"hydra.run.dir={out_dir}", "run.progress=false"]
+    """``args`` with the output directory pinned (unless ``args`` pin it) and the progress
+    bar off."""
+    pinned = any(a.startswith("hydra.run.dir=") for a in args)
+    return [*args, *([] if pinned else [f"hydra.run.dir={out_dir}"]), "run.progress=false"]
+
+
+def out_dir_of(args: tuple[str, ...], cwd: Path) -> Path:
+    """Where a run with ``args`` writes: the folder ``args`` pin, else a fresh one."""
+    for arg in args:
+        if arg.startswith("hydra.run.dir="):
+            return Path(arg.partition("=")[2])
+    return fresh_out(cwd)
 
 
 def cli_env(env: Mapping[str, str] | None) -> dict[str, str]:
@@ -78,7 +98,7 @@ def run_cli_subprocess(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 120
 ) -> CliResult:
     """Run ``python -m harness ARGS`` in a child process, with outputs in ``cwd/out``."""
-    out_dir = cwd / "out"
+    out_dir = out_dir_of(args, cwd)
     proc = subprocess.run(
         [sys.executable, "-m", "harness", *cli_args(args, out_dir)],
         cwd=cwd,
@@ -93,9 +113,10 @@ def run_cli_subprocess(
 def start_cli(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    """Start ``python -m harness ARGS`` (outputs in ``cwd/out``), its stdout and stderr piped."""
+    """Start ``python -m harness ARGS`` (outputs in ``fresh_out(cwd)``), stdout and stderr
+    piped."""
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", *cli_args(args, cwd / "out")],
+        [sys.executable, "-m", "harness", *cli_args(args, fresh_out(cwd))],
         cwd=cwd,
         env=cli_env(env),
         stdout=subprocess.PIPE,
@@ -107,7 +128,7 @@ def start_cli(
 def run_cli(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 120
 ) -> CliResult:
-    """Run ``python -m harness ARGS`` in this process, with outputs in ``cwd/out``.
+    """Run ``python -m harness ARGS`` in this process, with outputs in ``fresh_out(cwd)``.
 
     Raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds (main thread only), as
     the subprocess version does. Not thread-safe: one run at a time.
@@ -116,7 +137,7 @@ def run_cli(
     ``cli.main`` starts (``tracking.background=auto``), so the store is opened afresh, as
     by a new process; a multirun logs from this process.
     """
-    out_dir = cwd / "out"
+    out_dir = out_dir_of(args, cwd)
     argv = [MAIN, *cli_args(args, out_dir)]
     stdout, stderr = io.StringIO(), io.StringIO()
     with _as_a_process(argv, cli_env(env), cwd, stdout, stderr), _deadline(argv, timeout):
@@ -192,7 +213,9 @@ def _as_a_process(
 
     saved_argv, saved_env, saved_cwd = sys.argv, dict(os.environ), os.getcwd()
     saved_streams = sys.stdout, sys.stderr
-    saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    saved_signals = {
+        s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    }
     saved_path = list(sys.path)
     saved_hydra_config = HydraConfig.instance().cfg
     root = logging.getLogger()

@@ -1,0 +1,37 @@
+"""Credentials given on the command line never reach a file.
+
+Hydra writes the command line's overrides into ``.hydra/`` and into run names before any
+of our code runs. An override whose value holds URI credentials
+(``tracking.tracking_uri=http://user:pass@host``) is therefore handed to Hydra as
+``${oc.env:HARNESS_SECRET_<n>}``, with the value itself in that environment variable of
+this process (inherited by launcher workers); the config resolves to the real value, and
+every text Hydra writes holds only the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from harness.redact import redact
+
+PREFIX = "HARNESS_SECRET_"
+_REFERENCE = re.compile(r"\$\{oc\.env:(" + PREFIX + r"\d+)\}")
+
+
+def hide(args: list[str]) -> list[str]:
+    """``args`` with each credential-bearing override value moved to the environment."""
+    out = []
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if sep and not key.startswith("-") and redact(value) != value:
+            name = f"{PREFIX}{sum(k.startswith(PREFIX) for k in os.environ)}"
+            os.environ[name] = value
+            arg = f"{key}=${{oc.env:{name}}}"
+        out.append(arg)
+    return out
+
+
+def reveal(text: str) -> str:
+    """``text`` with each hidden value's reference replaced by the value, redacted."""
+    return _REFERENCE.sub(lambda m: redact(os.environ.get(m[1], m[0])), text)
