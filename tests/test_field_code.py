@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import CONF, CliResult, run_cli, run_cli_subprocess, sample_labels
+from helpers.errors import fails
 from judge_server import JudgeServer
 
 from harness.errors import ConfigError
@@ -20,16 +21,7 @@ from harness.registry import TRUSTED_TARGETS
 SHIPPED = yaml.safe_load((CONF / "prompt" / "llm_with_reference.yaml").read_text("utf-8"))
 
 
-def one_error_line(result: CliResult, *fragments: str) -> str:
-    """Exit 2, no traceback, exactly one ``error:`` line holding every fragment."""
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    assert not (result.out_dir / "samples.jsonl").exists()
-    return lines[0]
+one_error_line = fails
 
 
 # -- prompt templates run in the sandbox ---------------------------------------------------

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
-from conftest import CliResult, run_cli
+from conftest import run_cli
+from helpers.errors import fails
 
 from harness.errors import ConfigError
 from harness.job import RunSettings
@@ -26,19 +27,6 @@ from harness.validation import AllowNonFinite, Range, check_arguments, check_val
 
 #: Two BM25 parts, so that a hybrid needs no torch.
 TWO_BM25 = ("retriever=hybrid", "retriever@retriever.retrievers.dense=bm25")
-
-
-def fails(result: CliResult, *fragments: str) -> str:
-    """Exit 2, one ``error:`` line (no traceback) holding every fragment, no rows written."""
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    assert not (result.out_dir / "samples.jsonl").exists()
-    assert not (result.out_dir / "summary.json").exists()
-    return lines[0]
 
 
 @pytest.mark.parametrize(

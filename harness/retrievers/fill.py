@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from harness.errors import ConfigError
 from harness.types import Hit, RagSample
 
 #: Searches a list of questions: one list of hits per question, best first.
@@ -39,3 +40,10 @@ def fill_samples(
             )
         )
     return out
+
+
+def check_optional_top_k(value: int | None) -> int | None:
+    """``retriever.top_k`` where ``null`` means all: an int >= 1 or None."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"retriever.top_k: expected a number >= 1 or null, got {value!r}")
+    return value

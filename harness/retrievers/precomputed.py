@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from harness.errors import ConfigError
+from harness.retrievers.fill import check_optional_top_k
 from harness.types import Corpus, RagSample
 from harness.validation import Range
 
@@ -23,11 +23,7 @@ class Precomputed:
     needs_corpus: bool = False
 
     def __init__(self, top_k: Annotated[int, Range(ge=1)] | None = None) -> None:
-        if top_k is not None and (
-            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
-        ):
-            raise ConfigError(f"retriever.top_k: expected a number >= 1 or null, got {top_k!r}")
-        self.top_k = top_k
+        self.top_k = check_optional_top_k(top_k)
 
     def prepare(self, corpus: Corpus | None) -> None:
         """Nothing to prepare: the retrieval is in the samples."""

@@ -65,7 +65,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 from harness.errors import ConfigError
-from harness.retrievers.fill import fill_samples
+from harness.retrievers.fill import check_optional_top_k, fill_samples
 from harness.types import Corpus, Hit, RagSample
 from harness.validation import Range
 
@@ -89,11 +89,7 @@ class SearchRetriever(ABC):
     needs_corpus: bool = False
 
     def __init__(self, top_k: Annotated[int, Range(ge=1)] | None = None) -> None:
-        if top_k is not None and (
-            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
-        ):
-            raise ConfigError(f"retriever.top_k: expected a number >= 1 or null, got {top_k!r}")
-        self.top_k = top_k
+        self.top_k = check_optional_top_k(top_k)
 
     @abstractmethod
     def search(self, queries: Sequence[str]) -> list[list[Hit]]:

@@ -46,3 +46,4 @@ def check_top_k(where: str, name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{where}.{name}: expected a number >= 1, got {value!r}")
     return value
+
