@@ -43,11 +43,13 @@ def prewarm() -> None:
 
 
 def discard_prewarmed() -> None:
-    """End a prewarmed helper that no run claimed (it exits on end-of-input)."""
+    """End a prewarmed helper that no run claimed, without waiting for its imports: it has
+    opened nothing yet."""
     global _PREWARMED
     proc, _PREWARMED = _PREWARMED, None
     if proc is not None:
-        proc.communicate("")
+        proc.kill()
+        proc.communicate()
 
 
 class MlflowTracker:
