@@ -11,8 +11,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from harness.errors import ConfigError, HarnessError, closest
-from harness.job import Parts, RunSettings
-from harness.protocols import Dataset
+from harness.job import RunSettings
+from harness.protocols import Dataset, Parts
 from harness.registry import TRUSTED_TARGETS, check_target, check_targets
 from harness.validation import check_arguments
 

@@ -1,4 +1,5 @@
-"""What one job is made of: its settings, its built parts, and where its outputs go.
+"""What one job is made of: its settings, and where its outputs go (its built parts are
+``harness.protocols.Parts``).
 
 The runner builds these from the composed config (``harness.build``); below it, nothing
 sees a ``DictConfig``.
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from harness.protocols import Dataset, Metric, Retriever, Task, Tracker
 from harness.validation import Range, check_arguments
 
 
@@ -52,22 +52,6 @@ class RunSettings:
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         check_arguments("run", type(self), values)
-
-
-@dataclass
-class Parts:
-    """The built components of one job."""
-
-    task: Task
-    dataset: Dataset
-    retriever: Retriever
-    metric: Metric
-    tracker: Tracker
-    settings: RunSettings
-
-    def close(self) -> None:
-        """Release what the parts hold (the judge's client and loop)."""
-        self.metric.close()
 
 
 @dataclass(frozen=True)

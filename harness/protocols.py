@@ -15,9 +15,11 @@ either that breaks an implementation raises ``API_VERSION``. ``Dataset``, ``Judg
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
+from harness.job import Job, RunSettings
 from harness.types import (
     Completion,
     Corpus,
@@ -27,9 +29,6 @@ from harness.types import (
     SampleResult,
     TrackedRun,
 )
-
-if TYPE_CHECKING:
-    from harness.job import Job, Parts
 
 #: The version of the public ``Retriever`` and ``Metric`` protocols.
 API_VERSION = 1
@@ -251,6 +250,22 @@ class Task(Protocol):
         """Do the work, write and log it; return the summary and ``run.objective``'s value
         (NaN when it has none)."""
         ...
+
+
+@dataclass
+class Parts:
+    """The built components of one job."""
+
+    task: Task
+    dataset: Dataset
+    retriever: Retriever
+    metric: Metric
+    tracker: Tracker
+    settings: RunSettings
+
+    def close(self) -> None:
+        """Release what the parts hold (the judge's client and loop)."""
+        self.metric.close()
 
 
 __all__ = [

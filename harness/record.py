@@ -11,8 +11,9 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import HarnessError, JudgeUnavailable
-from harness.job import Job, Parts
+from harness.job import Job
 from harness.outputs import OutputError, write_text
+from harness.protocols import Parts
 from harness.redact import redact, redact_tree
 from harness.types import RunRecord, Status, TrackedRun
 

@@ -16,8 +16,9 @@ from omegaconf import DictConfig, OmegaConf
 from harness import cli_secrets
 from harness.build import build, instantiate, uses
 from harness.errors import HarnessError, Interrupted, RunFailed
-from harness.job import Job, Parts
+from harness.job import Job
 from harness.outputs import release, write_text
+from harness.protocols import Parts
 from harness.redact import redact
 
 

@@ -22,14 +22,11 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """Every harness module ``name`` imports, at module level or inside functions
-    (imports under ``if TYPE_CHECKING:`` are for annotations only and never run)."""
+    """Every harness module ``name`` imports: at module level, inside functions, and under
+    ``if TYPE_CHECKING:`` (an annotation-only import still ties the two modules)."""
     found = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     tree = ast.parse(path.read_text("utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
-            node.body = []
     for node in ast.walk(tree):
         targets: list[str] = []
         if isinstance(node, ast.Import):

@@ -16,9 +16,9 @@ from typing import Any
 from harness import __version__
 from harness.agreement import Pair, agreement, pairs_from
 from harness.errors import ConfigError, JudgeError
-from harness.job import Job, Parts
+from harness.job import Job
 from harness.outputs import write_text
-from harness.protocols import Judge
+from harness.protocols import Judge, Parts
 from harness.record import base_tags, finish, tracked
 from harness.redact import redact_tree
 

@@ -10,8 +10,9 @@ from typing import Any
 from harness import __version__
 from harness.errors import ConfigError, DatasetError, RunFailed
 from harness.evaluation import Tally, evaluate
-from harness.job import Job, Parts, RunSettings
+from harness.job import Job, RunSettings
 from harness.outputs import finalise, partial_of, streamed
+from harness.protocols import Parts
 from harness.record import base_tags, finish, flatten, tracked
 from harness.report import describe_run, render_summary
 from harness.types import RagSample
