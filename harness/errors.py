@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 
@@ -54,6 +55,53 @@ class JudgeUnavailable(HarnessError):
 
 class JudgeParseError(JudgeError):
     """The judge answered, but not in the shape asked for."""
+
+
+class JudgeReplyCut(JudgeError):
+    """The reply stopped at the token limit (``finish_reason: length``) before it could be
+    read: asking again with the same limit would cut it again."""
+
+
+#: The longest line ``headline`` gives.
+HEADLINE_CHARS = 300
+
+
+def headline(message: str) -> str:
+    """The first meaningful line of a (server's) multi-line message, for the console.
+
+    A first line that is only a heading (``1 validation error:``, ``... for Model``, a bare
+    field path) is joined to the lines after it; a FastAPI/pydantic error dict reads as
+    ``loc: msg``.
+    """
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    out = lines[0]
+    for line in lines[1:4]:
+        if not _is_heading(out):
+            break
+        out = f"{out.rstrip(':')}: {_pydantic_item(line)}"
+    return out if len(out) <= HEADLINE_CHARS else out[:HEADLINE_CHARS] + "…"
+
+
+def _is_heading(text: str) -> bool:
+    last = text.rsplit(": ", 1)[-1]
+    return (
+        text.endswith(":")
+        or re.search(r"\b\d+ validation errors?( for \w+)?$", text) is not None
+        or re.fullmatch(r"[\w.\[\]-]+", last) is not None and "." in last
+    )
+
+
+def _pydantic_item(line: str) -> str:
+    """``{'type': ..., 'loc': ('body', 'a', 'b'), 'msg': "..."}`` as ``a.b: ...``."""
+    match = re.search(r"'loc': \(([^)]*)\), 'msg': (['\"])(.*?)\2(?:,|})", line)
+    if match is None:
+        return line
+    parts = [p.strip().strip("'\"") for p in match.group(1).split(",") if p.strip()]
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    return f"{'.'.join(parts)}: {match.group(3)}" if parts else match.group(3)
 
 
 class Interrupted(KeyboardInterrupt):

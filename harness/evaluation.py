@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, headline
 from harness.metrics.retrieval import at_cutoffs, sample_grades
 from harness.protocols import Metric
 from harness.redact import redact
@@ -85,9 +85,17 @@ class Tally:
             "n_unscored": self.n_unscored,
             "unscored_reasons": dict(self.reasons.most_common()),
             "duration_s": round(self.duration_s, 6),
-            "samples_per_s": None if rate is None else round(rate, 1),
+            "samples_per_s": None if rate is None else significant(rate),
             **extra,
         }
+
+
+def significant(value: float, digits: int = 3) -> float:
+    """``value`` rounded to ``digits`` significant figures (whole numbers keep every digit):
+    12345.6 → 12346, 2.345 → 2.35, 0.012345 → 0.0123."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
 
 
 def evaluate(
@@ -128,7 +136,8 @@ def evaluate(
         if result.score is None:
             if result.error:
                 result.error = redact(result.error)
-            tally.add_reason(result.error or "unscored")
+            # the row keeps a server's whole message, the console its first meaningful line
+            tally.add_reason(headline(result.error) if result.error else "unscored")
         else:
             tally.scores.append(result.score)
             verdicts = result.details.get("relevance") or result.verdicts or []

@@ -138,7 +138,7 @@ class Metric(Protocol):
         """Provenance for outputs, e.g. ``{"judge": ..., "prompt": ...}``; ``{}`` for none."""
         ...
 
-    def stats(self) -> dict[str, float]:
+    def stats(self) -> dict[str, float | None]:
         """Counters logged as ``judge/<name>`` metrics (judge traffic); ``{}`` for none."""
         ...
 
@@ -170,8 +170,10 @@ class Judge(Protocol):
         draw: int = 0,
         prompt_sha: str = "",
         variant: str = "",
+        items: int | None = None,
     ) -> Awaitable[T]:
-        """Call (through the cache) and parse; raise ``JudgeError`` when it fails for good."""
+        """Call (through the cache) and parse; raise ``JudgeError`` when it fails for good.
+        ``items``: the number of verdicts a listwise reply must hold."""
         ...
 
     async def preflight(self) -> None:

@@ -27,6 +27,19 @@ def base_tags(job: Job) -> dict[str, str]:
     return tags
 
 
+def judge_tags(judge: dict[str, Any]) -> dict[str, str]:
+    """Tags naming the model that answered: ``judge.served_model`` (and ``judge.model_path``,
+    ``judge.digest``, ``judge.reply_models`` where the server said), ``judge.cost`` when the
+    cost is unknown."""
+    tags = {f"judge.{k}": str(judge[k]) for k in ("served_model", "model_path", "digest")
+            if judge.get(k) is not None}
+    if judge.get("reply_models"):
+        tags["judge.reply_models"] = ", ".join(judge["reply_models"])
+    if judge.get("cost_unknown"):
+        tags["judge.cost"] = f"unknown ({judge['cost_unknown']})"
+    return tags
+
+
 @contextmanager
 def tracked(
     parts: Parts, job: Job, tags: dict[str, str], discard: Callable[[], None]

@@ -16,6 +16,9 @@ def describe_run(summary: dict[str, Any]) -> str:
     ]
     if "judge" in summary:
         judge, prompt = summary["judge"]["model"], summary["prompt"]["version"]
+        served = summary["judge"].get("served_model")
+        if served and served != judge:
+            judge = f"{judge}` (served: `{served}"
         lines.append(f"Judge `{judge}`, prompt `{prompt}`.")
     mean = summary["mean"]
     lines.append(
@@ -23,6 +26,11 @@ def describe_run(summary: dict[str, Any]) -> str:
         f"{summary['n_samples']} samples ({summary['n_unscored']} unscored)."
     )
     return "\n\n".join(lines)
+
+
+def per_second(rate: float) -> str:
+    """A rate with 3 significant figures (all the digits of a whole number above 100)."""
+    return f"{rate:,.0f}" if abs(rate) >= 100 else f"{rate:.3g}"
 
 
 def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
@@ -48,15 +56,21 @@ def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
     judge = summary.get("judge")
     if judge:
         cost = f", ~${judge['cost_usd']:.4f}" if judge.get("cost_usd") else ""
+        if "cost_usd" in judge and judge["cost_usd"] is None:
+            why = judge.get("cost_unknown")
+            cost = ", cost unknown" + (f" ({why})" if why else "")
+        served = judge.get("served_model")
+        shown = judge["model"] if not served or served == judge["model"] else (
+            f"{judge['model']} (served: {served})")
         rows.append((
             "judge",
-            f"{judge['model']}: {judge['requests']} requests ({judge['retries']} retried, "
+            f"{shown}: {judge['requests']} requests ({judge['retries']} retried, "
             f"{judge['parse_failures']} unusable, {judge['failures']} failed), "
             f"{judge['prompt_tokens']:,} prompt tokens ({judge['cached_prompt_tokens']:,} cached), "
             f"{judge['completion_tokens']:,} completion tokens{cost}",
         ))
     rate = summary["samples_per_s"]
-    per_s = f" ({rate:,.0f} samples/s)" if rate else ""
+    per_s = f" ({per_second(rate)} samples/s)" if rate else ""
     rows.append(("time", f"{summary['duration_s']:.3f} s" + per_s))
     rows.append(("outputs", summary["output_dir"]))
     if tracked is not None:

@@ -138,11 +138,14 @@ class Hit:
 
 @dataclass
 class Completion:
-    """What a judge replied: the text, token logprobs when asked for, and usage."""
+    """What a judge replied: the text, token logprobs when asked for, usage, the model the
+    server says answered and why it stopped (``stop``, ``length``; ``None``: not said)."""
 
     content: str
     logprobs: list[dict[str, Any]] | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -159,18 +162,26 @@ class JudgeStats:
     cached_prompt_tokens: int = 0
     soft_fallbacks: int = 0
     output_mode_fallbacks: int = 0
-    cost_usd: float = 0.0
+    #: ``None``: the cost is unknown (no price for the model that answered)
+    cost_usd: float | None = 0.0
     cache_hits: int = 0
     cache_misses: int = 0
     saved_prompt_tokens: int = 0
     saved_completion_tokens: int = 0
-    saved_cost_usd: float = 0.0
+    saved_cost_usd: float | None = 0.0
+    #: pacing (``harness.judges.pacing``): most requests in flight at once, the limit at the
+    #: end, halvings of the limit (429, 503, time-outs, dropped connections), time-outs
+    peak_in_flight: int = 0
+    final_limit: int = 0
+    backoffs: int = 0
+    timeouts: int = 0
 
-    def as_dict(self) -> dict[str, float]:
-        """All counters (costs rounded to micro-dollars)."""
-        data: dict[str, float] = asdict(self)
-        data["cost_usd"] = round(self.cost_usd, 6)
-        data["saved_cost_usd"] = round(self.saved_cost_usd, 6)
+    def as_dict(self) -> dict[str, float | None]:
+        """All counters (costs rounded to micro-dollars, ``None`` when unknown)."""
+        data: dict[str, float | None] = asdict(self)
+        for name in ("cost_usd", "saved_cost_usd"):
+            value = getattr(self, name)
+            data[name] = None if value is None else round(value, 6)
         return data
 
 

@@ -64,7 +64,9 @@ Label = int | float
 LabelKey = str | tuple[str, str]
 
 #: Forced outcomes accepted in the ``script`` knob (``400``..``404``: that error status).
-OUTCOMES = ("ok", "429", "500", "malformed", "hang", "mismatch", "400", "401", "403", "404")
+OUTCOMES = (
+    "ok", "429", "500", "malformed", "hang", "mismatch", "400", "401", "403", "404", "503",
+)
 
 #: Shapes of a 200 reply's parts (knobs ``content_shape``, ``usage_shape``, ``logprobs_shape``);
 #: the first of each is the well-formed default.
@@ -76,6 +78,11 @@ USAGE_SHAPES = (
 LOGPROBS_SHAPES = (
     "ok", "missing", "null", "list", "string", "content_null", "content_dict", "bad_tokens",
     "nan", "positive", "strings",
+    # usable, but the tokens do not spell the content: they keep a code fence the content
+    # lacks ("fenced"); the content has whitespace around it the tokens lack, and they a space
+    # it lacks ("padded"); a verdict value shares a token with the text before it and is
+    # split over two (' "y' + 'es', ' 1' — "split")
+    "fenced", "padded", "split",
 )
 MODELS_ENDPOINT = ("ok", "open", "403", "404", "500")
 
@@ -121,10 +128,28 @@ class Knobs:
     logprobs_shape: str = "ok"
     # unknown fields at every level of a reply (a newer API, a proxy's own fields)
     extra_fields: bool = False
+    # a grammar-constrained server: a listwise request whose schema pins the verdict count
+    # (minItems = maxItems = chunks) is never answered with a miscount (count_mismatch)
+    obey_schema_count: bool = False
+    # the ``model`` field of replies (None: the model the request named)
+    reply_model: str | None = None
+    # llama.cpp's GET /props (model_path, model_alias, total_slots, ...); None: 404
+    props: dict[str, Any] | None = None
+    # Ollama's GET /api/tags "models" list ({"name", "model", "digest"}); None: 404
+    ollama_tags: list[dict[str, Any]] | None = None
+    # vLLM's "root" (the weights served) of every /models entry; None: no root field
+    model_root: str | None = None
+    # the message of every 5xx answer, e.g. a pydantic error over several lines as
+    # llama-cpp-python sends (None: the test judge's own one-line messages)
+    error_message: str | None = None
+    # probability of a 503 with Retry-After (``retry_after``), answered at once, as an
+    # overloaded server does; drawn only when > 0, so other knobs' draws keep their sequence
+    fail_503: float = 0.0
 
 
 KNOB_NAMES = frozenset(f.name for f in fields(Knobs))
 _PROB_KNOBS = ("hang", "fail_429", "fail_500", "malformed", "count_mismatch", "flip")
+_OTHER_PROBS = ("fail_503",)
 _SHAPE_KNOBS = {
     "content_shape": CONTENT_SHAPES,
     "usage_shape": USAGE_SHAPES,
@@ -137,7 +162,7 @@ def _check_knob(name: str, value: Any) -> Any:
     """Validate one knob value; return it normalised."""
     if name not in KNOB_NAMES:
         raise TypeError(f"unknown judge knob {name!r}; known: {sorted(KNOB_NAMES)}")
-    if name in _PROB_KNOBS:
+    if name in _PROB_KNOBS or name in _OTHER_PROBS:
         value = float(value)
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"knob {name} is a probability, got {value}")
@@ -165,8 +190,14 @@ def _check_knob(name: str, value: Any) -> Any:
         value = str(value)
         if value not in _SHAPE_KNOBS[name]:
             raise ValueError(f"knob {name} must be one of {_SHAPE_KNOBS[name]}, got {value!r}")
-    elif name in ("echo_auth", "extra_fields"):
+    elif name in ("echo_auth", "extra_fields", "obey_schema_count"):
         value = bool(value)
+    elif name in ("reply_model", "model_root", "error_message"):
+        value = None if value is None else str(value)
+    elif name == "props":
+        value = None if value is None else dict(value)
+    elif name == "ollama_tags":
+        value = None if value is None else [dict(v) for v in value]
     return value
 
 
@@ -177,10 +208,12 @@ class Stats:
     ``requests`` counts every chat request; each ends as exactly one of ``ok`` (a clean
     answer), ``malformed``, ``mismatches``, ``status_429``, ``status_500``, ``hangs``,
     ``status_401``, ``status_400`` (unreadable request), ``status_403``, ``status_404`` (scripted,
-    or a model not served), or none of them when the client went
-    away before the answer. ``by_retry_count`` counts ``x-stainless-retry-count`` header values
-    (as ints when they parse). ``in_flight`` is the current number of requests being processed
-    (past the concurrency gate), ``in_flight_max`` its maximum.
+    or a model not served), ``status_503``, or none of them when the client went
+    away before the answer (then counted in ``cancelled``, as llama.cpp cancels the task of a
+    client that disconnected, whether it was queued or being processed). ``by_retry_count``
+    counts ``x-stainless-retry-count`` header values (as ints when they parse). ``in_flight``
+    is the current number of requests being processed (past the concurrency gate),
+    ``in_flight_max`` its maximum.
     """
 
     requests: int = 0
@@ -196,6 +229,8 @@ class Stats:
     status_400: int = 0
     status_403: int = 0
     status_404: int = 0
+    status_503: int = 0
+    cancelled: int = 0
     in_flight: int = 0
     by_retry_count: Counter = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -301,6 +336,15 @@ _POINT_RE = re.compile(r"<context>(.*?)</context>", re.S)
 _LIST_BLOCK_RE = re.compile(r"<context\s+index=\"?(\d+)\"?\s*>(.*?)</context>", re.S)
 
 
+def pinned_count(body: Mapping[str, Any]) -> int | None:
+    """The verdict count a request's json_schema pins (minItems = maxItems), else None."""
+    fmt = body.get("response_format")
+    schema = (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
+    verdicts = ((schema or {}).get("properties") or {}).get("verdicts") or {}
+    low, high = verdicts.get("minItems"), verdicts.get("maxItems")
+    return low if isinstance(low, int) and low == high else None
+
+
 class BadRequest(Exception):
     """The request cannot be judged (answered with a 400)."""
 
@@ -404,6 +448,23 @@ _TEXT_PREFIX = "Here is my judgement:\n```json\n"
 _TEXT_SUFFIX = "\n```\nDone."
 
 
+def _cut(segments: list[Segment], max_tokens: Any) -> tuple[list[Segment], str]:
+    """The segments a reply of at most ``max_tokens`` tokens (4 characters each) keeps, and
+    its ``finish_reason``: ``length`` when the limit cut it, as real servers do."""
+    if not isinstance(max_tokens, int) or sum(len(t) for t, _ in segments) <= 4 * max_tokens:
+        return segments, "stop"
+    out: list[Segment] = []
+    room = 4 * max(max_tokens, 0)
+    for text, info in segments:
+        if len(text) > room:
+            if room:
+                out.append((text[:room], None))
+            break
+        out.append((text, info))
+        room -= len(text)
+    return out, "length"
+
+
 def _merge(segments: list[Segment]) -> list[Segment]:
     out: list[Segment] = []
     for text, info in segments:
@@ -414,8 +475,9 @@ def _merge(segments: list[Segment]) -> list[Segment]:
     return out
 
 
-def _logprobs(segments: list[Segment], top_n: int) -> dict[str, Any]:
-    """OpenAI ``logprobs`` whose tokens concatenate to the content; verdicts are own tokens."""
+def _logprobs(segments: list[Segment], top_n: int, split: bool = False) -> dict[str, Any]:
+    """OpenAI ``logprobs`` whose tokens concatenate to the content; verdicts are own tokens
+    (``split``: a verdict's first letter joins the text token before it, the rest follows)."""
     tokens: list[dict[str, Any]] = []
     for text, info in segments:
         if info is None:
@@ -433,6 +495,16 @@ def _logprobs(segments: list[Segment], top_n: int) -> dict[str, Any]:
         cands = [(pos, math.log(p)), (neg, math.log(1 - p))]
         cands.sort(key=lambda c: -c[1])  # stable: the positive wins a tie (p == 0.5)
         chosen = dict(cands)[text]
+        if split:
+            head = tokens.pop()["token"] if tokens else ""
+            cands = [(head + t[:1], lp) for t, lp in cands]
+            tokens.append({"token": head + text[:1], "logprob": chosen, "bytes": None,
+                           "top_logprobs": [{"token": t, "logprob": lp, "bytes": None}
+                                            for t, lp in cands[:top_n]]})
+            if text[1:]:
+                rest = {"token": text[1:], "logprob": 0.0, "bytes": None}
+                tokens.append({**rest, "top_logprobs": [dict(rest)][:top_n]})
+            continue
         tokens.append(
             {
                 "token": text,
@@ -481,6 +553,8 @@ def _reshape(reply: dict[str, Any], knobs: Knobs) -> dict[str, Any]:
     reply["usage"] = _usage_shape(reply["usage"], knobs.usage_shape)
     if reply["usage"] is _DROP:
         del reply["usage"]
+    if knobs.logprobs_shape == "padded" and isinstance(message.get("content"), str):
+        message["content"] = "\n\n  " + message["content"] + "\n"
     if knobs.logprobs_shape != "ok" and choice.get("logprobs") is not None:
         choice["logprobs"] = _logprobs_shape(choice["logprobs"], knobs.logprobs_shape)
         if choice["logprobs"] is _DROP:
@@ -546,6 +620,13 @@ def _logprobs_shape(logprobs: dict[str, Any], shape: str) -> Any:
         return {"content": None, "refusal": None}
     if shape == "content_dict":
         return {"content": {"tokens": [t["token"] for t in tokens]}}
+    if shape in ("fenced", "padded"):
+        def plain(text: str) -> dict[str, Any]:
+            return {"token": text, "logprob": 0.0, "bytes": None,
+                    "top_logprobs": [{"token": text, "logprob": 0.0, "bytes": None}]}
+
+        head, tail = (["```", "json", "\n"], ["\n", "```"]) if shape == "fenced" else ([" "], [])
+        return {"content": [*map(plain, head), *tokens, *map(plain, tail)], "refusal": None}
     odd = json.loads(json.dumps(tokens))
     for token in odd:
         if shape == "bad_tokens":
@@ -665,6 +746,7 @@ class JudgeServer:
         self._runner: web.AppRunner | None = None
         self._gate: _Gate | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopping = False
         self.configure(**knobs)
 
     # ---- public API ----------------------------------------------------------------------
@@ -756,6 +838,8 @@ class JudgeServer:
         app = web.Application(client_max_size=64 * 1024**2)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/props", self._props)
+        app.router.add_get("/api/tags", self._ollama_tags)
         app.middlewares.append(self._json_404)
         runner = web.AppRunner(
             app, access_log=None, handler_cancellation=True, shutdown_timeout=0.1
@@ -767,6 +851,7 @@ class JudgeServer:
         self.port = runner.addresses[0][1]
 
     async def _astop(self) -> None:
+        self._stopping = True
         tasks = [t for t in self._tasks if not t.done()]
         for task in tasks:
             task.cancel()
@@ -802,6 +887,8 @@ class JudgeServer:
     ) -> web.Response:
         """An OpenAI-style error; with ``echo_auth`` its message quotes the Authorization
         header (as some proxies do: the harness must never write it anywhere)."""
+        if self.knobs.error_message is not None and status >= 500:
+            message = self.knobs.error_message
         if self.knobs.echo_auth:
             message += f" (Authorization: {request.headers.get('Authorization', '')})"
         body = _error_body(message, type_, code)
@@ -834,7 +921,24 @@ class JudgeServer:
         data = [
             {"id": n, "object": "model", "created": 0, "owned_by": "judge-server"} for n in names
         ]
+        if self.knobs.model_root is not None:
+            for entry in data:
+                entry["root"] = self.knobs.model_root
         return web.json_response({"object": "list", "data": data})
+
+    async def _props(self, request: web.Request) -> web.Response:
+        """llama.cpp's server properties (knob ``props``), or 404 as other servers answer."""
+        props = self.knobs.props
+        if props is None:
+            raise web.HTTPNotFound()
+        return web.json_response(props)
+
+    async def _ollama_tags(self, request: web.Request) -> web.Response:
+        """Ollama's local models (knob ``ollama_tags``), or 404 as other servers answer."""
+        tags = self.knobs.ollama_tags
+        if tags is None:
+            raise web.HTTPNotFound()
+        return web.json_response({"models": tags})
 
     def _draw(self, listwise: bool) -> tuple[str, float, Knobs]:
         """Pick this request's outcome and latency (seconds), under the lock."""
@@ -854,6 +958,8 @@ class JudgeServer:
                     if draw < getattr(k, name):
                         outcome = result
                         break
+                if outcome == "ok" and k.fail_503 and self._rng.random() < k.fail_503:
+                    outcome = "503"
             latency = k.latency_ms
             if k.latency_jitter_ms:
                 latency += self._rng.uniform(-k.latency_jitter_ms, k.latency_jitter_ms)
@@ -866,7 +972,8 @@ class JudgeServer:
         assert task is not None
         self._tasks.add(task)
         headers = {k.lower(): v for k, v in request.headers.items()}
-        entry: dict[str, Any] = {"body": None, "headers": headers, "status": None}
+        entry: dict[str, Any] = {"body": None, "headers": headers, "status": None,
+                                 "arrived": time.monotonic()}
         self.requests.append(entry)
         self.stats.incr(requests=1)
         if "x-stainless-retry-count" in headers:
@@ -875,6 +982,10 @@ class JudgeServer:
             response = await self._chat_inner(request, entry)
             entry["status"] = response.status
             return response
+        except asyncio.CancelledError:
+            if not entry.get("dropped") and not self._stopping:
+                self.stats.incr(cancelled=1)  # the client went away before the answer
+            raise
         finally:
             if entry["status"] is None:
                 entry["status"] = 0  # no answer: hung, or the client went away
@@ -914,8 +1025,18 @@ class JudgeServer:
             return self._bad_request(request, str(exc))
 
         outcome, latency, knobs = self._draw(prompt.kind == "listwise")
+        if outcome == "mismatch" and knobs.obey_schema_count and (
+            pinned_count(body) == len(prompt.chunks)
+        ):
+            outcome = "ok"  # the grammar holds the count
         if outcome in _STATUS_OUTCOMES:
             return self._status_outcome(request, outcome)
+        if outcome == "503":
+            self.stats.incr(status_503=1)
+            return self._error(
+                request, 503, "The server is overloaded (test judge).", "server_error", None,
+                headers={"Retry-After": knobs.retry_after},
+            )
         gate = self._gate
         assert gate is not None
         await gate.acquire()
@@ -927,6 +1048,7 @@ class JudgeServer:
                 # still "never answer": drop the connection instead
                 if request.transport is not None:
                     request.transport.abort()
+                entry["dropped"] = True
                 raise asyncio.CancelledError
             if latency:
                 await asyncio.sleep(latency)
@@ -1032,7 +1154,7 @@ class JudgeServer:
                 self.stats.incr(ok=1)
             if not json_mode:
                 segments = [(_TEXT_PREFIX, None), *segments, (_TEXT_SUFFIX, None)]
-        segments = _merge(segments)
+        segments, finish = _cut(_merge(segments), body.get("max_tokens"))
         content = "".join(text for text, _ in segments)
 
         key = hashlib.sha256(prompt.prefix.encode("utf-8", "surrogatepass")).hexdigest()
@@ -1048,18 +1170,19 @@ class JudgeServer:
         logprobs = None
         if body.get("logprobs"):
             top_n = body.get("top_logprobs")
-            logprobs = _logprobs(segments, 5 if top_n is None else int(top_n))
+            logprobs = _logprobs(segments, 5 if top_n is None else int(top_n),
+                                 split=knobs.logprobs_shape == "split")
         reply = {
             "id": f"chatcmpl-judge-{ident}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model") or self.model,
+            "model": knobs.reply_model or body.get("model") or self.model,
             "system_fingerprint": "fp_test_judge",
             "choices": [
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": None},
-                    "finish_reason": "stop",
+                    "finish_reason": finish,
                     "logprobs": logprobs,
                 }
             ],
@@ -1094,6 +1217,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--fail-429", type=float, default=0.0)
     ap.add_argument("--retry-after", default="0")
     ap.add_argument("--fail-500", type=float, default=0.0)
+    ap.add_argument("--fail-503", type=float, default=0.0)
     ap.add_argument("--malformed", type=float, default=0.0)
     ap.add_argument("--count-mismatch", type=float, default=0.0)
     ap.add_argument("--script", default="", help="comma-separated outcomes, e.g. 429,ok,hang")
@@ -1118,6 +1242,7 @@ def main(argv: list[str] | None = None) -> int:
         fail_429=args.fail_429,
         retry_after=args.retry_after,
         fail_500=args.fail_500,
+        fail_503=args.fail_503,
         malformed=args.malformed,
         count_mismatch=args.count_mismatch,
         script=[s.strip() for s in args.script.split(",") if s.strip()],

@@ -274,7 +274,7 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
         "experiment: scifact_bm25, scifact_bm25_optuna, scifact_chunking, scifact_retrievers",
         "metric: contextual_precision, id_based, id_ranked, llm_with_reference, "
         "llm_without_reference, non_llm",
-        "judge: local, openai",
+        "judge: llama_cpp, llama_cpp_python, local, ollama, openai, vllm",
         "prompt: contextual_precision, file, llm_with_reference, llm_without_reference, "
         "query_relevance",
         "task: evaluate, judge_agreement",

@@ -34,6 +34,7 @@ class LabelJudge:
         self.labels = labels
         self.stats = JudgeStats()
         self.asked: list[tuple[Kind, str, str]] = []
+        self.items: list[int | None] = []
         self.closed = False
 
     async def ask(
@@ -46,9 +47,11 @@ class LabelJudge:
         draw: int = 0,
         prompt_sha: str = "",
         variant: str = "",
+        items: int | None = None,
     ) -> T:
         self.stats.calls += 1
         self.asked.append((kind, prompt_sha, variant))
+        self.items.append(items)
         chunks = _CONTEXT.findall(messages[-1]["content"])
         reply: dict[str, Any]
         if kind == "pointwise":
@@ -104,6 +107,7 @@ def test_pointwise_scores_with_any_judge(tmp_path):
     assert finished == [0] and judge.closed
     sha = metric.prompt.sha256
     assert judge.asked == [("pointwise", sha, "llm_with_reference")] * 3
+    assert judge.items == [None] * 3
     assert metric.stats() == JudgeStats(calls=3).as_dict()
     assert metric.describe() == {"judge": {"model": "labels"}, "prompt": metric.prompt.describe()}
     [path] = metric.write_artifacts(tmp_path)
@@ -119,6 +123,7 @@ def test_listwise_scores_with_any_judge():
     assert r.verdicts == [1, 0, 1] and repr(r.score) == "0.8333333333333333"
     assert r.details["success"] is True and r.details["reason"] == "explained"
     assert [kind for kind, _, _ in judge.asked] == ["listwise", "reason"]
+    assert judge.items == [3, None]  # the listwise call pins its count: one verdict per chunk
     assert finished == [0]
 
 

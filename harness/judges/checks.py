@@ -16,6 +16,7 @@ from harness.redact import redact_uri
 PRICE_KEYS = ("input", "cached_input", "output")
 OUTPUT_MODES = ("json_schema", "json_object", "text")
 VOTES = ("majority", "mean")
+PACINGS = ("adaptive", "fixed")
 #: The most candidates per token the OpenAI API returns.
 MAX_TOP_LOGPROBS = 20
 
@@ -97,6 +98,7 @@ def check_settings(values: Mapping[str, Any]) -> None:
     at_least("judge.max_retries", v["max_retries"], 0)
     at_least("judge.parse_retries", v["parse_retries"], 0)
     at_least("judge.max_concurrency", v["max_concurrency"], 1)
+    one_of("judge.pacing", v["pacing"], PACINGS)
     top = v["top_logprobs"]
     if not _int(top) or not 0 <= top <= MAX_TOP_LOGPROBS:
         raise _fail("judge.top_logprobs", f"an integer from 0 to {MAX_TOP_LOGPROBS}", top)

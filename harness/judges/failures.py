@@ -10,12 +10,13 @@ to change. Nothing here prints the endpoint with its credentials.
 from __future__ import annotations
 
 import http
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from harness.errors import ConfigError, HarnessError, JudgeError, JudgeUnavailable
+from harness.errors import ConfigError, HarnessError, JudgeError, JudgeUnavailable, headline
 from harness.redact import redact, redact_uri
 
 if TYPE_CHECKING:
@@ -49,7 +50,9 @@ def retries_taken(error: openai.APIError) -> int:
 
 
 def server_message(error: openai.APIError) -> str:
-    """The server's own message (``error.message`` of its JSON body), redacted, one line."""
+    """The server's whole message (``error.message`` of its JSON body), redacted, with its
+    lines (a pydantic error's cause is on the second) and capped at ``MESSAGE_CHARS``;
+    ``harness.errors.headline`` gives its first meaningful line for the console."""
     body = error.body
     text: object = None
     if isinstance(body, Mapping):
@@ -58,7 +61,59 @@ def server_message(error: openai.APIError) -> str:
         text = body
     if not isinstance(text, str) or not text.strip():
         text = error.message.split(" - ", 1)[1] if " - " in error.message else ""
-    return _clip(redact(" ".join(str(text).split())))
+    return full_text(str(text))
+
+
+#: The most of a server's message kept in a row.
+MESSAGE_CHARS = 4000
+
+
+def full_text(text: str) -> str:
+    """``text`` redacted, without blank lines or trailing spaces, capped at ``MESSAGE_CHARS``."""
+    lines = [line.rstrip() for line in redact(text).splitlines() if line.strip()]
+    text = "\n".join(lines)
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + "…"
+
+
+#: Where a server's error names the output format: its field, the schema, structured output
+#: or the grammar a schema becomes (llama.cpp, vLLM's xgrammar/outlines, Ollama's ``format``).
+_FORMAT_WORDS = re.compile(
+    r"response[_ ]format|json[_ ]schema|\bschema\b|structured[_ ]outputs?|guided[_ ]"
+    r"(?:json|decoding)|\bgrammar\b|xgrammar",
+    re.IGNORECASE,
+)
+#: ... and says it was refused (not merely echoing the request).
+_REJECTION = re.compile(
+    r"not (?:be )?supported|unsupported|(?:does not|doesn't|do not|cannot|can't) support|"
+    r"invalid|not valid|should be|must be|expected|not allowed|not permitted|unknown|"
+    r"unrecognized|validation error|failed|cannot|can't|unable|not implemented|"
+    r"is required|must contain|not available",
+    re.IGNORECASE,
+)
+#: Statuses whose cause is not the request's content (try later, or fix the credentials).
+_NOT_THE_FORMAT = frozenset({401, 403, 404, 408, 409, 429, 502, 503, 504})
+
+
+def rejects_format(status: int, text: str) -> bool:
+    """Whether an error answer (any 4xx or 5xx but those that name another cause) says the
+    request's ``response_format`` was refused, so a lower output mode may succeed.
+
+    ``text``: the server's message or the SDK's error text. Servers say no differently:
+    OpenAI 400 ``Invalid parameter: 'response_format' of type 'json_schema' is not
+    supported with this model``, llama-cpp-python 500 ``1 validation error: ... 'loc':
+    ('body', 'response_format', 'type'), 'msg': "Input should be 'text' or 'json_object'"``,
+    vLLM 400 ``The provided JSON schema contains features not supported by xgrammar``,
+    Ollama ``invalid JSON schema in format``, LiteLLM ``UnsupportedParamsError: ... does
+    not support parameters: ['response_format']``.
+    """
+    if not 400 <= status <= 599 or status in _NOT_THE_FORMAT:
+        return False
+    for match in _FORMAT_WORDS.finditer(text):
+        # the refusal is said near the word: in its sentence, not anywhere in an echo
+        window = text[max(match.start() - 200, 0) : match.end() + 200]
+        if _REJECTION.search(window):
+            return True
+    return False
 
 
 def status_text(status: int, message: str) -> str:
@@ -79,8 +134,8 @@ def after(retries: int) -> str:
 
 
 def auth_failure(end: Endpoint, status: int, message: str) -> ConfigError:
-    """A 401 or 403: say where the key came from, or how to give one."""
-    what = status_text(status, message)
+    """A 401 or 403: say where the key came from, or how to give one (in one line)."""
+    what = status_text(status, headline(message))
     if end.api_key_env is not None:
         return ConfigError(
             f"judge: {end.where} rejected the API key from ${end.api_key_env} ({what}); "
@@ -97,7 +152,8 @@ def auth_failure(end: Endpoint, status: int, message: str) -> ConfigError:
 
 
 def not_found(end: Endpoint, path: str, message: str) -> ConfigError:
-    """A 404: the model is not served, or the base URL misses the API's path."""
+    """A 404: the model is not served, or the base URL misses the API's path (one line)."""
+    message = headline(message)
     if "model" in message.lower():
         served = ", ".join(list(end.served)[:8])
         return ConfigError(

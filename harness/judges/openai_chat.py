@@ -7,14 +7,16 @@ transport retries; this wrapper adds the verdict cache, retries of unusable repl
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from harness.errors import JudgeParseError
+from harness.errors import JudgeParseError, JudgeReplyCut
 from harness.judges.cache import VerdictCache, cache_key, default_path
 from harness.judges.checks import check_prices, check_settings, split_base_url
-from harness.judges.reply import clean_logprobs, clean_usage, tokens
+from harness.judges.identity import AUTO
+from harness.judges.reply import clean_logprobs, clean_usage, reply_cut, tokens
 from harness.judges.schemas import SCHEMAS
 from harness.judges.transport import ChatTransport, OutputMode
 from harness.protocols import Kind
@@ -30,7 +32,7 @@ class OpenAIJudge:
     """A chat model judging relevance over an OpenAI-compatible endpoint.
 
     Args:
-        model: The model name the endpoint serves.
+        model: The model name the endpoint serves (``auto``: the one model it lists).
         base_url: The endpoint (``None``: ``$OPENAI_BASE_URL``, else OpenAI). vLLM, Ollama,
             llama.cpp and LiteLLM serve the same protocol under ``http://HOST:PORT/v1``.
             Credentials in it (``http://user:pass@host/v1``) are sent as HTTP basic auth
@@ -42,8 +44,13 @@ class OpenAIJudge:
         max_tokens: Cap on reply tokens (``None``: the endpoint's default).
         seed: Sampling seed, for endpoints that honour it.
         timeout: Seconds per HTTP request.
-        max_retries: Transport retries by the SDK (429, 5xx, timeouts, dropped connections).
+        max_retries: Retries of a request (429, 5xx, timeouts, dropped connections), each
+            after a back-off (``Retry-After`` when the server gives one) and a new permit.
         max_concurrency: Requests in flight at most.
+        pacing: ``adaptive`` (default): the limit on requests in flight starts low (or at
+            the server's slot count when it tells) and follows the server's latency, 429s,
+            503s and time-outs, up to ``max_concurrency`` (``harness.judges.pacing``);
+            ``fixed``: always ``max_concurrency``.
         output_mode: ``json_schema`` (structured output, default), ``json_object`` or
             ``text`` (lenient JSON extraction). A 400 that rejects the response format
             steps down to the next mode for the rest of the run.
@@ -73,6 +80,7 @@ class OpenAIJudge:
         timeout: float = 60.0,
         max_retries: int = 5,
         max_concurrency: int = 16,
+        pacing: Literal["adaptive", "fixed"] = "adaptive",
         output_mode: OutputMode = "json_schema",
         parse_retries: int = 2,
         top_logprobs: int = 5,
@@ -100,17 +108,19 @@ class OpenAIJudge:
             timeout=timeout,
             max_retries=max_retries,
             max_concurrency=max_concurrency,
+            pacing=pacing,
             output_mode=output_mode,
             top_logprobs=top_logprobs,
             prices=prices,
             extra_body=extra_body,
             preflight_timeout=preflight_timeout,
         )
-        self.parse_retries = parse_retries
+        self.parse_retries, self.top_logprobs = parse_retries, top_logprobs
         self.cache_enabled, self.cache_path = cache, cache_path
         self.samples = samples
         self.vote: str = vote
         self._cache: VerdictCache | None = None
+        self._resolving: asyncio.Future[None] | None = None
 
     @property
     def model(self) -> str:
@@ -146,6 +156,8 @@ class OpenAIJudge:
             "samples": self.samples,
             "vote": self.vote,
             "cache": str(self._cache_file()) if self.cache_enabled else None,
+            **t.identity.describe(t.model),
+            **({"cost_unknown": why} if (why := t.unpriced()) else {}),
         }
 
     def _cache_file(self) -> Path:
@@ -167,9 +179,10 @@ class OpenAIJudge:
         draw: int = 0,
         prompt_sha: str = "",
         variant: str = "",
+        items: int | None = None,
     ) -> T:
         """Call and parse, through the cache; re-ask up to ``parse_retries`` times after an
-        unusable reply.
+        unusable reply (not one the token limit cut: that raises ``JudgeReplyCut``).
 
         A re-ask repeats the request with a note on what was wrong appended to the last
         user message (resending the same request to a deterministic model tends to return
@@ -184,17 +197,24 @@ class OpenAIJudge:
             draw: Which of ``samples`` independent verdicts this is.
             prompt_sha: The prompt template's hash (part of the cache key; for pruning).
             variant: The metric asking (part of the cache key; for inspection).
+            items: The number of verdicts a listwise reply must hold (pinned by the schema).
         """
+        if self.transport.model == AUTO:
+            await self._resolve()
         key = None
         cache = self._open_cache()
         if cache is not None:
-            key = cache_key({
+            parts: dict[str, Any] = {
                 "v": 1,
                 "endpoint": self._endpoint_key,
                 "variant": variant,
                 "prompt_sha256": prompt_sha,
-                "request": self.transport.body(messages, kind, logprobs, draw).decode(),
-            })
+                "request": self.transport.body(messages, kind, logprobs, draw, items).decode(),
+            }
+            served = self.transport.identity.key(self.model)
+            if served is not None:  # the server said which weights answer
+                parts["served"] = served
+            key = cache_key(parts)
             hit = cache.get(key)
             if isinstance(hit, dict) and isinstance(hit.get("content"), str):
                 usage = clean_usage(hit.get("usage"))
@@ -210,11 +230,18 @@ class OpenAIJudge:
         attempt_messages = messages
         error: JudgeParseError | None = None
         for _ in range(self.parse_retries + 1):
+            completion: Completion | None = None
             try:
-                completion = await self.transport.complete(attempt_messages, kind, logprobs, draw)
+                completion = await self.transport.complete(
+                    attempt_messages, kind, logprobs, draw, items
+                )
                 value = parse(completion)
-            except JudgeParseError as e:
+            except (JudgeParseError, JudgeReplyCut) as e:
                 self.stats.parse_failures += 1
+                cut = completion is not None and completion.finish_reason == "length"
+                if isinstance(e, JudgeReplyCut) or cut:  # the same limit would cut it again
+                    self.stats.failures += 1
+                    raise reply_cut(self.transport.max_tokens, not cut) from None
                 error = e
             else:
                 if cache is not None and key is not None:
@@ -251,7 +278,13 @@ class OpenAIJudge:
         self.stats.cache_hits += 1
         self.stats.saved_prompt_tokens += prompt
         self.stats.saved_completion_tokens += completion
-        self.stats.saved_cost_usd += self.transport.cost(prompt, 0, completion)
+        self.transport.charge(prompt, 0, completion, saved=True)
+
+    async def _resolve(self) -> None:
+        """``judge.model=auto`` without a preflight: ask the server once."""
+        if self._resolving is None:
+            self._resolving = asyncio.ensure_future(self.transport.preflight())
+        await asyncio.shield(self._resolving)
 
     async def aclose(self) -> None:
         """Close the HTTP client and the cache."""

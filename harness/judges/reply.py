@@ -2,8 +2,10 @@
 
 Servers differ: ``content`` may be a string, a list of parts or null with a ``refusal``;
 ``usage`` counts may be strings, floats, null or missing; ``logprobs`` may be absent or of
-another shape. A reply that carries a usable text gives a ``Completion``; one that does not
-raises ``JudgeParseError`` with a reason that can stand in a row (never a ``TypeError``).
+another shape. A reply that carries a usable text gives a ``Completion`` (with the model the
+server names and its ``finish_reason``); one that does not raises ``JudgeParseError`` with a
+reason that can stand in a row (never a ``TypeError``), or ``JudgeReplyCut`` when the token
+limit cut it before any text.
 Counts are read as non-negative ints (anything unreadable counts 0), logprobs as the
 OpenAI ``content`` token list or ``None``.
 """
@@ -15,7 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import JudgeParseError
+from harness.errors import JudgeParseError, JudgeReplyCut
 from harness.redact import redact
 from harness.types import Completion
 
@@ -45,11 +47,30 @@ def read_completion(raw: bytes, logprobs: bool) -> Completion:
     message = choice.get("message")
     if not isinstance(message, Mapping):
         raise JudgeParseError(f"not a chat completion (no message): {_quote(raw)}")
+    finish = choice.get("finish_reason")
     content = _content_text(message.get("content"))
     if content is None:
+        if finish == "length":  # e.g. a reasoning model that spent max_tokens thinking
+            raise JudgeReplyCut("the judge hit its token limit before any text")
         raise JudgeParseError(_why_empty(message, choice))
     tokens = clean_logprobs(choice.get("logprobs")) if logprobs else None
-    return Completion(content, tokens, clean_usage(data.get("usage")))
+    model = data.get("model")
+    return Completion(
+        content, tokens, clean_usage(data.get("usage")),
+        model=model if isinstance(model, str) and model else None,
+        finish_reason=finish if isinstance(finish, str) else None,
+    )
+
+
+def reply_cut(max_tokens: int | None, empty: bool = False) -> JudgeReplyCut:
+    """The error of a reply that the token limit cut (``empty``: before any text)."""
+    where = ("before any text " if empty else "") + "(finish_reason=length)"
+    if max_tokens is None:
+        return JudgeReplyCut(
+            f"reply cut at the endpoint's token limit {where}; set judge.max_tokens higher"
+        )
+    return JudgeReplyCut(f"reply cut at judge.max_tokens={max_tokens} {where}; "
+                         "raise judge.max_tokens")
 
 
 def _content_text(content: Any) -> str | None:
@@ -77,11 +98,6 @@ def _why_empty(message: Mapping[str, Any], choice: Mapping[str, Any]) -> str:
     if isinstance(refusal, str) and refusal.strip():
         return f"the judge refused: {_clip(redact(refusal.strip()))}"
     finish = choice.get("finish_reason")
-    if finish == "length":
-        return (
-            "the reply has no text: the judge hit its token limit (finish_reason=length); "
-            "raise judge.max_tokens"
-        )
     if finish == "content_filter":
         return "the reply has no text: the endpoint's content filter withheld it"
     if message.get("tool_calls"):

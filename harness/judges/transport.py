@@ -1,7 +1,8 @@
 """Chat completions over any OpenAI-compatible endpoint, through the ``openai`` SDK.
 
-The SDK owns transport retries (429 honouring Retry-After, 5xx, timeouts, dropped
-connections: ``max_retries``). Per call this does as little as possible around the SDK: the
+Requests are paced and retried by ``harness.judges.sending`` (permits from
+``harness.judges.pacing``; the SDK itself makes no retries). Per call this does as little as
+possible around the SDK: the
 request body is JSON built once per output kind with only the messages spliced in, the reply
 is read as raw JSON (no pydantic models, ``harness.judges.reply``), and the SDK's aiohttp
 transport is used. Failures become one-line errors in ``harness.judges.failures``.
@@ -9,18 +10,19 @@ transport is used. Failures become one-line errors in ``harness.judges.failures`
 
 from __future__ import annotations
 
-import asyncio
 import base64
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.errors import ConfigError, JudgeError
-from harness.judges import failures
+from harness.errors import ConfigError
+from harness.judges import failures, identity, sending
 from harness.judges.checks import split_base_url
+from harness.judges.pacing import Pacer
 from harness.judges.reply import cached_tokens, read_completion, tokens
-from harness.judges.schemas import SCHEMAS
+from harness.judges.schemas import schema
 from harness.protocols import Kind
 from harness.redact import redact, redact_uri, register
 from harness.types import Completion, JudgeStats
@@ -56,6 +58,7 @@ class ChatTransport:
         max_retries: int,
         max_concurrency: int,
         output_mode: OutputMode,
+        pacing: Literal["adaptive", "fixed"] = "adaptive",
         top_logprobs: int,
         prices: Mapping[str, Mapping[str, float]] | None,
         extra_body: Mapping[str, Any] | None,
@@ -77,14 +80,17 @@ class ChatTransport:
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.max_tokens, self.top_logprobs = max_tokens, top_logprobs
         self.timeout, self.max_retries, self.max_concurrency = timeout, max_retries, max_concurrency
+        self.pacing = pacing
+        self.server_slots: int | None = None  # the server's parallel slots, when it says
         self.output_mode: OutputMode = output_mode
         self.prices = {k: dict(v) for k, v in (prices or {}).items()}
         self.extra_body = dict(extra_body or {})
         self.preflight_timeout = preflight_timeout
         self._served: tuple[str, ...] = ()
+        self.identity = identity.Identity()
         self._client: openai.AsyncOpenAI | None = None
-        self._semaphore: asyncio.Semaphore | None = None
-        self._bodies: dict[tuple[str, str, bool, int], bytes] = {}
+        self._pacer: Pacer | None = None
+        self._bodies: dict[tuple[str, str, bool, int, int | None], bytes] = {}
 
     @property
     def endpoint(self) -> failures.Endpoint:
@@ -124,50 +130,38 @@ class ChatTransport:
                 api_key=self._api_key(),
                 base_url=self._url,
                 timeout=self.timeout,
-                max_retries=self.max_retries,
+                max_retries=0,  # retries are ours (harness.judges.sending), each paced
                 default_headers=self._headers(),
                 http_client=DefaultAioHttpClient(),
             )
-            self._semaphore = asyncio.Semaphore(self.max_concurrency)
         return self._client
 
+    @property
+    def pacer(self) -> Pacer:
+        """The permits for requests in flight (made at the first call: by then the preflight
+        may know the server's slots)."""
+        if self._pacer is None:
+            self._pacer = Pacer(
+                self.max_concurrency, adaptive=self.pacing == "adaptive",
+                slots=self.server_slots, stats=self.stats,
+            )
+        return self._pacer
+
     async def preflight(self) -> None:
-        """Check, before the first call, that the endpoint answers and accepts the key."""
-        import httpx2
-        import openai
-
+        """Check, before the first call, that the endpoint answers and accepts the key, and
+        learn which model it serves (``harness.judges.identity``)."""
         client = self._ensure_client().with_options(timeout=self.preflight_timeout, max_retries=0)
-        end = self.endpoint
-        try:
-            page = await client.models.list()
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
-            raise failures.auth_failure(end, e.status_code, failures.server_message(e)) from None
-        except openai.NotFoundError:
-            return  # some servers have no /models; the first call will tell
-        except openai.APIConnectionError as e:  # includes timeouts
-            cause = e.__cause__
-            if isinstance(e, openai.APITimeoutError) and "connect" not in str(cause).lower():
-                raise JudgeError(
-                    f"judge: {end.where} did not answer within {self.preflight_timeout:g} s"
-                ) from None
-            raise JudgeError(
-                f"judge: cannot reach {end.where} ({redact(str(cause or e))}); "
-                "is the server running?"
-            ) from None
-        except openai.APIStatusError as e:
-            if e.status_code >= 500:
-                what = failures.status_text(e.status_code, failures.server_message(e))
-                raise JudgeError(f"judge: {end.where} answered {what}") from None
-            return  # another 4xx: the first call will tell
-        except (openai.APIError, httpx2.HTTPError, httpx2.InvalidURL):
-            return  # an odd /models answer: the first call will tell
-        data = getattr(page, "data", None)
-        ids = [getattr(m, "id", None) for m in data] if isinstance(data, list) else []
-        self._served = tuple(i for i in ids if isinstance(i, str))
+        ident, self.model = await identity.identify(
+            client, self._url, self.endpoint, self.preflight_timeout
+        )
+        self.identity, self._served, self.server_slots = ident, ident.listed, ident.slots
+        self._bodies.clear()  # judge.model=auto: the name to send is known now
+        identity.warn_once(ident, self.model, self.endpoint.where, ident.source or "/models")
+        self.charge(0, 0, 0)
 
-    def _body_template(self, kind: Kind, logprobs: bool, draw: int) -> bytes:
-        """The request JSON minus the messages, built once per mode, kind and draw."""
-        key = (self.output_mode, kind, logprobs, draw)
+    def _body_template(self, kind: Kind, logprobs: bool, draw: int, items: int | None) -> bytes:
+        """The request JSON minus the messages, built once per mode, kind, draw and count."""
+        key = (self.output_mode, kind, logprobs, draw, items)
         if key not in self._bodies:
             body: dict[str, Any] = {"model": self.model, "temperature": self.temperature}
             if self.top_p is not None:
@@ -180,7 +174,8 @@ class ChatTransport:
                 body["response_format"] = {
                     "type": "json_schema",
                     "json_schema": {
-                        "name": f"{kind}_verdict", "strict": True, "schema": SCHEMAS[kind]
+                        "name": f"{kind}_verdict", "strict": True,
+                        "schema": schema(kind, items, self.model),
                     },
                 }
             elif self.output_mode == "json_object":
@@ -192,91 +187,78 @@ class ChatTransport:
             self._bodies[key] = json.dumps(body, ensure_ascii=False, sort_keys=True).encode()
         return self._bodies[key]
 
-    def body(self, messages: list[dict[str, str]], kind: Kind, logprobs: bool, draw: int) -> bytes:
-        """The request JSON for ``messages`` (also what the verdict cache keys on)."""
-        template = self._body_template(kind, logprobs, draw)
+    def body(
+        self, messages: list[dict[str, str]], kind: Kind, logprobs: bool, draw: int,
+        items: int | None = None,
+    ) -> bytes:
+        """The request JSON for ``messages`` (also what the verdict cache keys on); ``items``:
+        the number of verdicts a listwise reply must hold (pinned by the schema)."""
+        template = self._body_template(kind, logprobs, draw, items)
         spliced = json.dumps(messages, ensure_ascii=False).encode()
         return b'{"messages":' + spliced + b"," + template[1:]
 
     async def complete(
-        self, messages: list[dict[str, str]], kind: Kind, logprobs: bool = False, draw: int = 0
+        self, messages: list[dict[str, str]], kind: Kind, logprobs: bool = False, draw: int = 0,
+        items: int | None = None,
     ) -> Completion:
-        """One chat completion (transport retries by the SDK).
+        """One chat completion (paced and retried by ``harness.judges.sending``).
 
         Raises ``JudgeError`` when this call failed for good, ``JudgeUnavailable`` or
         ``ConfigError`` when no call can succeed (the endpoint is down, rejects the key,
         does not serve the model or the path).
         """
-        import httpx2
-        import openai
-
         client = self._ensure_client()
-        assert self._semaphore is not None
-        while True:
-            self.stats.calls += 1
-            try:
-                async with self._semaphore:
-                    # the mode as it is now: a step-down while this call queued applies
-                    mode = self.output_mode
-                    body = self.body(messages, kind, logprobs, draw)
-                    response = await client.post(
-                        "/chat/completions",
-                        cast_to=httpx2.Response,
-                        content=body,
-                        options={"headers": {"Content-Type": "application/json"}},
-                    )
-                    raw = await response.aread()
-            except openai.APIError as e:
-                self._count_sent(1 + failures.retries_taken(e))
-                if isinstance(e, openai.BadRequestError) and self._step_down(e, mode):
-                    continue
-                self.stats.failures += 1
-                raise failures.call_failure(self.endpoint, e, "/chat/completions") from None
-            except (httpx2.HTTPError, httpx2.InvalidURL) as e:  # not wrapped by the SDK
-                self.stats.failures += 1
-                raise JudgeError(f"judge call failed: {redact(str(e))}") from None
-            self._count_sent(1 + int(response.request.headers.get("x-stainless-retry-count", "0")))
-            completion = read_completion(raw, logprobs)
-            self._count_usage(completion.usage)
-            clean = redact(completion.content)
-            if clean != completion.content:  # a reply quoting a secret: keep it out of rows
-                completion = Completion(clean, None, completion.usage)
-            return completion
+        raw = await sending.post(self, client, self.pacer, messages, kind, logprobs, draw, items)
+        completion = read_completion(raw, logprobs)
+        self._count_reply(completion)
+        clean = redact(completion.content)
+        if clean != completion.content:  # a reply quoting a secret: keep it out of rows
+            completion = dataclasses.replace(completion, content=clean, logprobs=None)
+        return completion
 
-    def _count_sent(self, sent: int) -> None:
-        """``sent`` requests went out for one call: the first and the SDK's retries."""
-        self.stats.requests += sent
-        self.stats.retries += sent - 1
-
-    def _step_down(self, error: openai.BadRequestError, mode: OutputMode) -> bool:
-        """After a 400 that rejects the output format: use the next mode, and retry."""
-        text = error.message.lower()
-        if mode not in _FALLBACK or not ("response_format" in text or "json_schema" in text):
+    def step_down(self, mode: str) -> bool:
+        """After the server refused the output format ``mode``: use the next mode for the rest
+        of the run (``False``: there is none)."""
+        if mode not in _FALLBACK:
             return False
         if self.output_mode == mode:  # concurrent calls: only the first one steps down
             self.output_mode = _FALLBACK[mode]
             self.stats.output_mode_fallbacks += 1
         return True
 
-    def _count_usage(self, usage: Mapping[str, Any]) -> None:
+    def _count_reply(self, completion: Completion) -> None:
+        """Count a reply's tokens and cost, and note the model it says answered."""
+        identity.seen_reply(self.identity, completion.model, self.model, self.endpoint.where)
+        usage = completion.usage
         prompt = tokens(usage.get("prompt_tokens"))
-        completion = tokens(usage.get("completion_tokens"))
+        done = tokens(usage.get("completion_tokens"))
         cached = min(cached_tokens(usage), prompt)
         self.stats.prompt_tokens += prompt
-        self.stats.completion_tokens += completion
+        self.stats.completion_tokens += done
         self.stats.cached_prompt_tokens += cached
-        self.stats.cost_usd += self.cost(prompt, cached, completion)
+        self.charge(prompt, cached, done)
 
-    def cost(self, prompt: int, cached: int, completion: int) -> float:
-        """Estimated USD for the tokens, from ``prices`` (0 for unpriced models)."""
-        price = self.prices.get(self.model)
-        if not price:
-            return 0.0
-        return (
+    def unpriced(self) -> str | None:
+        """Why this run's cost cannot be estimated (``None``: it can)."""
+        return identity.unpriced(self.model, self.prices, self._url, self.identity)
+
+    def charge(self, prompt: int, cached: int, completion: int, *, saved: bool = False) -> None:
+        """Add the tokens' estimated USD to ``cost_usd`` (``saved_cost_usd`` when ``saved``);
+        both become ``None`` (unknown) when the run cannot be priced."""
+        stats = self.stats
+        if self.unpriced() is not None:
+            stats.cost_usd = stats.saved_cost_usd = None
+            return
+        price = self.prices[self.model]
+        usd = (
             (prompt - cached) * price.get("input", 0.0)
             + cached * price.get("cached_input", price.get("input", 0.0))
             + completion * price.get("output", 0.0)
         ) / 1e6
+        if saved and stats.saved_cost_usd is not None:
+            stats.saved_cost_usd += usd
+        elif not saved and stats.cost_usd is not None:
+            stats.cost_usd += usd
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

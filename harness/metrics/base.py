@@ -35,7 +35,7 @@ class BaseMetric:
         """No judge or prompt to record."""
         return {}
 
-    def stats(self) -> dict[str, float]:
+    def stats(self) -> dict[str, float | None]:
         """No counters."""
         return {}
 

@@ -43,28 +43,36 @@ class JudgedMetric(BaseMetric):
         finite("metric.eps", eps)
         if not isinstance(soft, bool):
             raise ConfigError(f"metric.soft: expected true or false, got {soft!r}")
+        if soft and getattr(judge, "top_logprobs", None) == 0:  # soft reads the candidates
+            raise ConfigError(
+                "metric.soft=true reads P(relevant) from the judge's top logprobs, but "
+                "judge.top_logprobs=0 asks for none; set judge.top_logprobs=5 "
+                "(or metric.soft=false)"
+            )
         self.name, self.judge, self.prompt, self.eps, self.soft = name, judge, prompt, eps, soft
         self._loop = LoopThread()
         self._agreement: list[float] = []
 
     async def _ask(
         self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T],
-        draw: int = 0,
+        draw: int = 0, items: int | None = None,
     ) -> T:
         return await self.judge.ask(
             messages, kind, read, logprobs=self.soft and kind != "reason", draw=draw,
-            prompt_sha=self.prompt.sha256, variant=self.name,
+            prompt_sha=self.prompt.sha256, variant=self.name, items=items,
         )
 
     async def _draws(
-        self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T]
+        self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T],
+        items: int | None = None,
     ) -> list[T]:
-        """``judge.samples`` independent answers (one unless the judge samples)."""
+        """``judge.samples`` independent answers (one unless the judge samples); ``items``:
+        the number of verdicts each listwise answer must hold."""
         if self.judge.samples == 1:
-            return [await self._ask(messages, kind, read)]
-        return list(await asyncio.gather(
-            *(self._ask(messages, kind, read, draw) for draw in range(self.judge.samples))
-        ))
+            return [await self._ask(messages, kind, read, items=items)]
+        return list(await asyncio.gather(*(
+            self._ask(messages, kind, read, draw, items) for draw in range(self.judge.samples)
+        )))
 
     def _vote(
         self, hard: list[list[int]], soft: list[list[float]] | None
@@ -105,8 +113,22 @@ class JudgedMetric(BaseMetric):
                 on_done(index, result)
             return result
 
-        tasks = [asyncio.ensure_future(one(i, s)) for i, s in enumerate(samples)]
+        tasks: list[asyncio.Future[SampleResult]] = []
+        failed = asyncio.Event()
+
+        def watch(task: asyncio.Future[SampleResult]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                failed.set()
+
         try:
+            for i, sample in enumerate(samples):
+                tasks.append(asyncio.ensure_future(one(i, sample)))
+                tasks[-1].add_done_callback(watch)
+                # one sample at a time: the first requests go out while later samples are
+                # still being rendered, not after all of them
+                await asyncio.sleep(0)
+                if failed.is_set():
+                    break
             return list(await asyncio.gather(*tasks))
         except BaseException:
             for task in tasks:  # e.g. the endpoint went down: stop the other calls too
@@ -137,7 +159,7 @@ class JudgedMetric(BaseMetric):
             return [float(v) for v in hard]
         return probs
 
-    def stats(self) -> dict[str, float]:
+    def stats(self) -> dict[str, float | None]:
         """The judge counters of this run (and the draws' agreement when it samples)."""
         data = self.judge.stats.as_dict()
         if self._agreement:

@@ -81,7 +81,7 @@ class ContextualPrecision(JudgedMetric):
             question=sample.user_input, answer=sample.reference, contexts=chunks
         )
         try:
-            draws = await self._draws(messages, "listwise", read)
+            draws = await self._draws(messages, "listwise", read, items=len(chunks))
         except JudgeError as e:
             return unscored(sample.id, str(e))
         hard = [[1 if v.strip().lower() == "yes" else 0 for v, _ in items] for items, _ in draws]

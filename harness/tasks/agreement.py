@@ -19,7 +19,7 @@ from harness.errors import ConfigError, JudgeError
 from harness.job import Job
 from harness.outputs import write_text
 from harness.protocols import Judge, Parts
-from harness.record import base_tags, finish, tracked
+from harness.record import base_tags, finish, judge_tags, tracked
 from harness.redact import redact_tree
 
 Outcome = tuple[int, str] | str
@@ -107,6 +107,7 @@ class JudgeAgreement:
         summary = {"task": "judge_agreement", "options": job.choices, "min_grade": min_grade,
                    "unjudged_pairs": failed, **result, "judge": {**judge.describe(), **stats},
                    "prompt": prompt.describe(), "harness_version": __version__}
+        tags.update(judge_tags(summary["judge"]))
         write_text(rows_path, "".join(json.dumps(redact_tree(r)) + "\n" for r in rows))
         names = ("pairs", "accuracy", "precision", "recall", "f1", "cohen_kappa")
         metrics: dict[str, Any] = {k: result[k] for k in names}

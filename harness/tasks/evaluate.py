@@ -13,7 +13,7 @@ from harness.evaluation import Tally, evaluate
 from harness.job import Job, RunSettings
 from harness.outputs import finalise, partial_of, streamed
 from harness.protocols import Parts
-from harness.record import base_tags, finish, flatten, tracked
+from harness.record import base_tags, finish, flatten, judge_tags, tracked
 from harness.report import describe_run, render_summary
 from harness.types import RagSample
 
@@ -85,8 +85,9 @@ class Evaluate:
             from harness.plots import write_plots
 
             artifacts += write_plots(tally, metric_name, job.out_dir / "plots")
-        if "judge" in described:
-            summary["judge"] = {**described["judge"], **stats}
+        if "judge" in described:  # described again: the server said which model answered
+            summary["judge"] = {**parts.metric.describe()["judge"], **stats}
+            tags.update(judge_tags(summary["judge"]))
         artifacts += parts.metric.write_artifacts(job.out_dir)
 
         params: dict[str, str] = {}
