@@ -118,8 +118,7 @@ def run_cli(args: list[str], tmp: Path, tag: str, timeout: float) -> dict[str, A
 
 
 def judge_stats(summary: dict[str, Any]) -> dict[str, Any]:
-    judge = summary.get("judge") or {}
-    return judge.get("stats") or summary.get("judge_stats") or {}
+    return summary.get("judge") or {}
 
 
 def row_of(server: Server, label: str, result: dict[str, Any], cancelled: int | None) -> dict:
@@ -155,7 +154,8 @@ def bench_server(server: Server, tmp: Path, args: argparse.Namespace) -> list[di
         if result["rc"] not in (0,):
             row["error"] = (result["stderr_tail"] or result["stdout_tail"])[-400:]
         rows.append(row)
-        print(json.dumps(row), flush=True)
+        if not label.startswith("agreement"):
+            print(json.dumps(row), flush=True)
         return row
 
     hand = [int(c) for c in args.hand.split(",") if c]
@@ -176,10 +176,9 @@ def bench_server(server: Server, tmp: Path, args: argparse.Namespace) -> list[di
                     (tmp / f"{server.kind}-agreement-{dataset}-{prompt}" / "summary.json")
                     .read_text()
                 ) if row["rc"] == 0 else {}
-                agreement = summary.get("agreement") or summary
-                row["kappa"] = agreement.get("cohens_kappa", agreement.get("kappa"))
-                row["accuracy"] = agreement.get("accuracy")
-                row["pairs"] = agreement.get("n_pairs", agreement.get("n"))
+                for key in ("cohen_kappa", "accuracy", "pairs", "unjudged_pairs"):
+                    row[key] = summary.get(key)
+                print(json.dumps(row), flush=True)
     return rows
 
 
@@ -209,7 +208,7 @@ def main() -> None:
         "dir": str(args.dir)}, "rows": rows})
     cols = ["server", "run", "rc", "samples", "unscored", "judgements", "requests",
             "retries", "cancelled", "duration_s", "judgements_per_s", "peak_in_flight",
-            "kappa"]
+            "pairs", "accuracy", "cohen_kappa"]
     print(markdown_table(cols, [[r.get(c, "") for c in cols] for r in rows]))
 
 
