@@ -32,6 +32,14 @@ def _private_cache(
     return root
 
 
+@pytest.fixture(autouse=True)
+def _fresh_pacing() -> None:
+    """Every test's judges start cold (pacing remembers limits per endpoint in a process)."""
+    from harness.judges import pacing
+
+    pacing._LEARNED.clear()
+
+
 @pytest.fixture(scope="session")
 def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One SQLite MLflow store for the session (creating the schema costs seconds)."""

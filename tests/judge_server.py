@@ -213,7 +213,9 @@ class Stats:
     client that disconnected, whether it was queued or being processed). ``by_retry_count``
     counts ``x-stainless-retry-count`` header values (as ints when they parse). ``in_flight``
     is the current number of requests being processed (past the concurrency gate),
-    ``in_flight_max`` its maximum.
+    ``in_flight_max`` its maximum. ``busy_s`` sums the time requests spent past the gate,
+    ``first_enter``/``last_leave`` bound it (monotonic seconds): ``occupancy(slots)`` is the
+    share of the slots' time that had work, whatever the machine's speed.
     """
 
     requests: int = 0
@@ -232,6 +234,9 @@ class Stats:
     status_503: int = 0
     cancelled: int = 0
     in_flight: int = 0
+    busy_s: float = 0.0
+    first_enter: float = 0.0
+    last_leave: float = 0.0
     by_retry_count: Counter = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -243,14 +248,25 @@ class Stats:
 
     def enter(self) -> None:
         """One more request in flight; track the maximum."""
+        now = time.monotonic()
         with self._lock:
             self.in_flight += 1
             self.in_flight_max = max(self.in_flight_max, self.in_flight)
+            self.busy_s -= now
+            self.first_enter = self.first_enter or now
 
     def leave(self) -> None:
         """One request fewer in flight."""
+        now = time.monotonic()
         with self._lock:
             self.in_flight -= 1
+            self.busy_s += now
+            self.last_leave = now
+
+    def occupancy(self, slots: int) -> float:
+        """Busy slot-time over the slots' time from the first request to the last answer."""
+        span = self.last_leave - self.first_enter
+        return self.busy_s / (slots * span) if span > 0 else 0.0
 
     def count_retry(self, value: str) -> None:
         """Count one ``x-stainless-retry-count`` header value."""
@@ -269,6 +285,7 @@ class Stats:
                 if f.name in ("_lock", "in_flight"):
                     continue
                 setattr(self, f.name, Counter() if f.name == "by_retry_count" else 0)
+            self.busy_s = -time.monotonic() * self.in_flight  # requests still in flight
             self.in_flight_max = self.in_flight
 
     def snapshot(self) -> dict[str, Any]:

@@ -74,14 +74,15 @@ def test_adaptive_pacing_fills_the_slots_without_timeouts() -> None:
     n = 40  # 2.5 s of work for 4 slots; 40 at once would wait up to 2.5 s: past the timeout
     with JudgeServer(labels(n), concurrency=SLOTS, latency_ms=LATENCY * 1000) as server:
         judge = judge_for(server, timeout=2.0)
-        out, wall = run(judge, n)
+        out, _ = run(judge, n)
     assert not [o for o in out if o.startswith("error")]
     s = judge.stats
     assert s.timeouts == s.retries == s.failures == 0
     assert s.requests == s.calls == n == server.stats.requests  # no duplicate work
     assert server.stats.cancelled == 0
-    capacity = n * LATENCY / SLOTS
-    assert wall <= capacity / 0.8, (wall, capacity)  # >= 0.8x the slots' throughput
+    # the slots had work >= 80 % of the time from the first request to the last answer
+    # (measured by the server, so a busy machine slows both sides alike)
+    assert server.stats.occupancy(SLOTS) >= 0.8, server.stats.occupancy(SLOTS)
     assert SLOTS <= s.peak_in_flight < 64 and s.final_limit <= 3 * SLOTS
 
 
@@ -120,6 +121,25 @@ def test_adaptive_pacing_grows_to_the_ceiling_when_latency_stays_flat() -> None:
         run(judge, 200, lambda: limits.append(judge.transport.pacer.limit))
     assert limits[0] <= INITIAL + 1 and max(limits) == 32
     assert judge.stats.peak_in_flight == 32 and judge.stats.backoffs == 0
+
+
+def test_a_later_judge_on_the_same_endpoint_starts_where_the_last_one_ended() -> None:
+    """Sweep jobs and repeated evaluate() calls in one process do not ramp up again."""
+    n = 40
+    with JudgeServer(labels(n), concurrency=SLOTS, latency_ms=LATENCY * 1000) as server:
+        first = judge_for(server, timeout=2.0)
+        run(first, n)
+        learned = first.stats.final_limit
+        second = judge_for(server, timeout=2.0)
+        assert second.transport.pacer.permits() == learned < INITIAL
+        out, _ = run(second, n)
+        other = judge_for(server, timeout=2.0, max_concurrency=32)  # another setting: cold
+        assert other.transport.pacer.permits() == INITIAL
+        fixed = judge_for(server, timeout=2.0, pacing="fixed")
+        assert fixed.transport.pacer.permits() == 64
+    assert not [o for o in out if o.startswith("error")]
+    assert second.stats.peak_in_flight <= learned + 1 < INITIAL
+    assert second.stats.timeouts == second.stats.retries == 0
 
 
 # ------------------------------------------------------------------ back-off

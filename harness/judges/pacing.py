@@ -18,6 +18,9 @@ the limit starts low and follows the server, as TCP and Netflix's concurrency-li
 
 ``fixed`` pacing is a plain limit of ``max_concurrency``. The limit never exceeds the
 ceiling: ``max_concurrency``, or the server's slot count when known (it also starts there).
+A pacer given a ``memory`` key (the endpoint and model) starts where the last one with that
+key in this process left off: the jobs of a sweep, or repeated ``harness.evaluate`` calls,
+do not ramp up again.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ CONGESTED = frozenset({429, 503, 504})
 #: What ``Pacer.acquire`` returns and ``release`` takes: (sent at, in flight then).
 Ticket = tuple[float, int]
 
+#: The limit (and whether slow start was still on) each endpoint ended at, in this process.
+_LEARNED: dict[str, tuple[float, bool]] = {}
+
 
 class Pacer:
     """Permits for requests in flight, under a limit that ``adaptive`` pacing adjusts."""
@@ -60,6 +66,7 @@ class Pacer:
         slots: int | None = None,
         stats: JudgeStats | None = None,
         clock: Callable[[], float] = time.monotonic,
+        memory: str | None = None,
     ) -> None:
         self.ceiling = min(max_concurrency, slots) if adaptive and slots else max_concurrency
         self.adaptive = adaptive
@@ -67,6 +74,11 @@ class Pacer:
         self.limit: float = float(start)
         self.in_flight = 0
         self.slow_start = adaptive
+        self._memory = memory if adaptive else None
+        if self._memory in _LEARNED:
+            learned, self.slow_start = _LEARNED[self._memory]
+            self.limit = min(max(learned, 1.0), float(self.ceiling))
+            start = self.permits()
         self.stats = stats if stats is not None else JudgeStats()
         self.stats.final_limit = start
         self._clock = clock
@@ -168,6 +180,8 @@ class Pacer:
     def _set(self, limit: float) -> None:
         self.limit = min(max(limit, 1.0), float(self.ceiling))
         self.stats.final_limit = self.permits()
+        if self._memory is not None:
+            _LEARNED[self._memory] = (self.limit, self.slow_start)
 
     def back_off(self, ticket: Ticket, retry_after: float | None = None) -> None:
         """The server is overloaded (429, 503, a time-out, a dropped connection): halve the

@@ -144,6 +144,7 @@ class ChatTransport:
             self._pacer = Pacer(
                 self.max_concurrency, adaptive=self.pacing == "adaptive",
                 slots=self.server_slots, stats=self.stats,
+                memory=f"{self._url}|{self.model}|{self.max_concurrency}",
             )
         return self._pacer
 
