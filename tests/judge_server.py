@@ -354,9 +354,12 @@ _LIST_BLOCK_RE = re.compile(r"<context\s+index=\"?(\d+)\"?\s*>(.*?)</context>", 
 
 
 def pinned_count(body: Mapping[str, Any]) -> int | None:
-    """The verdict count a request's json_schema pins (minItems = maxItems), else None."""
+    """The verdict count a request's schema pins (minItems = maxItems), else None: the
+    json_schema format's, or the ``schema`` beside ``type: json_object`` (llama.cpp's)."""
     fmt = body.get("response_format")
-    schema = (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
+    schema = None
+    if isinstance(fmt, dict):
+        schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema")
     verdicts = ((schema or {}).get("properties") or {}).get("verdicts") or {}
     low, high = verdicts.get("minItems"), verdicts.get("maxItems")
     return low if isinstance(low, int) and low == high else None

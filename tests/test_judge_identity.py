@@ -83,6 +83,23 @@ def test_a_server_that_honours_the_count_never_miscounts() -> None:
     assert all(r.error is None and len(r.verdicts or []) == 5 for r in results)
 
 
+def test_json_object_schema_pins_the_count_beside_the_type() -> None:
+    """llama-cpp-python refuses json_schema (HTTP 500) but constrains a json_object reply to
+    a schema given beside the type: json_object_schema sends that, count and enums included."""
+    with JudgeServer(CHUNKS, count_mismatch=1.0, obey_schema_count=True,
+                     reject_formats=["json_schema"]) as server:
+        metric = listwise(server, include_reason=False,
+                          judge={"output_mode": "json_object_schema", "parse_retries": 1})
+        [result] = score(metric, [sample(list(CHUNKS)[:3])])
+        [body] = [r["body"] for r in server.requests]
+    assert result.error is None and len(result.verdicts or []) == 3
+    fmt = body["response_format"]
+    assert fmt["type"] == "json_object" and "json_schema" not in fmt
+    verdicts = fmt["schema"]["properties"]["verdicts"]
+    assert verdicts["minItems"] == verdicts["maxItems"] == 3
+    assert verdicts["items"]["properties"]["verdict"]["enum"] == ["yes", "no"]
+
+
 def test_without_a_schema_a_miscount_is_still_reasked() -> None:
     with JudgeServer(CHUNKS, count_mismatch=1.0, obey_schema_count=True) as server:
         metric = listwise(server, include_reason=False,

@@ -22,7 +22,8 @@ from harness.metrics.ranking import average_precision
 PRESETS: dict[str, dict[str, Any]] = {
     "llama_cpp": {"base_url": "http://127.0.0.1:8080/v1", "output_mode": "json_schema",
                   "max_concurrency": 16, "timeout": 300.0},
-    "llama_cpp_python": {"base_url": "http://127.0.0.1:8000/v1", "output_mode": "json_object",
+    "llama_cpp_python": {"base_url": "http://127.0.0.1:8000/v1",
+                         "output_mode": "json_object_schema",
                          "max_concurrency": 2, "timeout": 300.0},
     "ollama": {"base_url": "http://127.0.0.1:11434/v1", "output_mode": "json_schema",
                "max_concurrency": 8, "timeout": 300.0},
@@ -109,7 +110,8 @@ def test_preset_runs_end_to_end(preset: str) -> None:
     assert len(chats) == n_chunks  # no retries, no step-down
     assert {c["body"]["model"] for c in chats} == {"served-model"}
     formats = {c["body"]["response_format"]["type"] for c in chats}
-    assert formats == {PRESETS[preset]["output_mode"]}
+    mode = PRESETS[preset]["output_mode"]
+    assert formats == {"json_object" if mode == "json_object_schema" else mode}
     judge = result.summary["judge"]
     assert judge["calls"] == judge["requests"] == n_chunks
     assert judge["output_mode_fallbacks"] == 0

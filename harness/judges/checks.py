@@ -14,7 +14,7 @@ from harness.redact import redact_uri
 
 #: Keys of one model's ``prices`` entry (USD per million tokens).
 PRICE_KEYS = ("input", "cached_input", "output")
-OUTPUT_MODES = ("json_schema", "json_object", "text")
+OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "text")
 VOTES = ("majority", "mean")
 PACINGS = ("adaptive", "fixed")
 #: The most candidates per token the OpenAI API returns.

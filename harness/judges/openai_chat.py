@@ -51,8 +51,9 @@ class OpenAIJudge:
             the server's slot count when it tells) and follows the server's latency, 429s,
             503s and time-outs, up to ``max_concurrency`` (``harness.judges.pacing``);
             ``fixed``: always ``max_concurrency``.
-        output_mode: ``json_schema`` (structured output, default), ``json_object`` or
-            ``text`` (lenient JSON extraction). A 400 that rejects the response format
+        output_mode: ``json_schema`` (structured output, default), ``json_object_schema``
+            (a JSON object constrained by the schema: llama.cpp's servers), ``json_object`` or
+            ``text`` (lenient JSON extraction). An error that rejects the response format
             steps down to the next mode for the rest of the run.
         parse_retries: Re-asks after an unusable reply, before the sample is unscored.
         top_logprobs: Candidates per token requested for soft verdicts.

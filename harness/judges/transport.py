@@ -30,8 +30,10 @@ from harness.types import Completion, JudgeStats
 if TYPE_CHECKING:
     import openai
 
-OutputMode = Literal["json_schema", "json_object", "text"]
-_FALLBACK: dict[str, OutputMode] = {"json_schema": "json_object", "json_object": "text"}
+OutputMode = Literal["json_schema", "json_object_schema", "json_object", "text"]
+_FALLBACK: dict[str, OutputMode] = {
+    "json_schema": "json_object", "json_object_schema": "json_object", "json_object": "text",
+}
 
 
 class ChatTransport:
@@ -181,6 +183,10 @@ class ChatTransport:
                 }
             elif self.output_mode == "json_object":
                 body["response_format"] = {"type": "json_object"}
+            elif self.output_mode == "json_object_schema":  # llama.cpp's servers: a grammar
+                body["response_format"] = {
+                    "type": "json_object", "schema": schema(kind, items, self.model)
+                }
             if logprobs:
                 body["logprobs"] = True
                 body["top_logprobs"] = self.top_logprobs
