@@ -12,7 +12,9 @@ Each round runs, in this order, from one temporary working directory with
   the background logger imports before it can write to a sqlite store (a floor for (b))
 
 One untimed warm-up run of (b) creates the store first. Each CLI run writes to its own
-``hydra.run.dir`` under the temporary directory. The median wall time of each is reported.
+``hydra.run.dir`` under the temporary directory. The median wall time of each is reported,
+and the paired ratio (b)/(a): the median over rounds of (b) divided by the (a) of the same
+round (the figure the target is checked on: a busy machine slows both alike).
 Usage: ``.venv/bin/python benchmarks/bench_startup.py [--small]`` (``--small``: 2 rounds).
 """
 
@@ -83,7 +85,10 @@ def main() -> None:
 
     stats = {k: common.summarise(v) for k, v in times.items()}
     med = {k: s["median_s"] for k, s in stats.items()}
-    b_over_a, c_over_a = med["b"] / med["a"], med["c"] / med["a"]
+    c_over_a = med["c"] / med["a"]
+    paired = sorted(b / a for b, a in zip(times["b"], times["a"], strict=True))
+    b_over_a = paired[len(paired) // 2] if len(paired) % 2 else (
+        paired[len(paired) // 2 - 1] + paired[len(paired) // 2]) / 2
 
     print()
     print(f"start-up, median of {rounds} interleaved rounds (wall seconds, whole process)")
@@ -93,7 +98,9 @@ def main() -> None:
     ]))
     print()
     print(common.markdown_table(["ratio / figure", "value", "target", "met"], [
-        ["(b) / (a)", f"{b_over_a:.2f}", f"<= {TARGET_B_OVER_A}", b_over_a <= TARGET_B_OVER_A],
+        ["(b) / (a), paired", f"{b_over_a:.2f}", f"<= {TARGET_B_OVER_A}",
+         b_over_a <= TARGET_B_OVER_A],
+        ["(b) / (a), of medians", f"{med['b'] / med['a']:.2f}", "", ""],
         ["(c) seconds", f"{med['c']:.2f}", f"<= {TARGET_C_S}", med["c"] <= TARGET_C_S],
         ["(c) / (a)", f"{c_over_a:.2f}", "", ""],
         ["(c) / (d)", f"{med['c'] / med['d']:.2f}", "", ""],
@@ -109,6 +116,7 @@ def main() -> None:
         "commands": {k: label for k, (label, _) in COMMANDS.items()},
         "times": stats,
         "b_over_a": b_over_a,
+        "b_over_a_per_round": [b / a for b, a in zip(times["b"], times["a"], strict=True)],
         "c_s": med["c"],
         "c_over_a": c_over_a,
         "c_over_d": med["c"] / med["d"],

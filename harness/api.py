@@ -74,7 +74,9 @@ def evaluate(
             temporary folder, removed afterwards.
 
     Returns:
-        The rows and the summary. Raises ``harness.errors.HarnessError`` on bad input.
+        The rows and the summary. Raises ``harness.errors.HarnessError`` on bad input;
+        ``harness.errors.ConfigError`` (led by a did-you-mean hint) for overrides Hydra
+        cannot compose.
     """
     import tempfile
 
@@ -85,7 +87,7 @@ def evaluate(
 
     tracking = "tracking=mlflow" if mlflow else "tracking=none"
     cfg = composed((f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
-                    *overrides))
+                    "run.report=false", *overrides))
     parts = build(cfg, dataset=RecordsDataset(samples, fields))
     choices = {"dataset": "records", "retriever": "precomputed", "metric": metric,
                "tracking": tracking.split("=")[1]}
@@ -119,14 +121,34 @@ def composed(overrides: Sequence[str]) -> DictConfig:
     with _compose_lock:
         cfg = _composed.get(key)
         if cfg is None:
-            with initialize_config_dir(config_dir=CONFIG_DIR):
-                cfg = compose("config", overrides=list(key))
+            try:
+                with initialize_config_dir(config_dir=CONFIG_DIR):
+                    cfg = compose("config", overrides=list(key))
+            except Exception as e:
+                raise _config_error(e, list(key)) from None
             _composed[key] = cfg
             while len(_composed) > COMPOSED_MAX:
                 _composed.popitem(last=False)
         else:
             _composed.move_to_end(key)
         return copy.deepcopy(cfg)
+
+
+def _config_error(error: Exception, overrides: list[str]) -> Exception:
+    """Hydra's (or OmegaConf's) composition error as the CLI reports it: one line, led by
+    the did-you-mean hint (a ``ConfigError``); anything else unchanged."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from harness.errors import ConfigError, headline
+    from harness.hints import suggest
+
+    if not isinstance(error, (HydraException, OmegaConfBaseException)):
+        return error
+    hint = suggest(overrides)
+    what = headline(str(error)) or type(error).__name__
+    lead = hint.removeprefix("hint: ") if hint else None
+    return ConfigError(f"{lead} [{what}]" if lead else what)
 
 
 async def aevaluate(

@@ -4,6 +4,7 @@
     python -m harness.cache prune --older-than 30d    # delete entries older than 30 days
     python -m harness.cache prune --prompt 3f2a9c     # delete one prompt version's entries
     python -m harness.cache prune --model gpt-4o-mini
+    python -m harness.cache info --cache-path FILE    # or judge.cache_path=FILE, as for a run
 
 ``prune`` deletes only what its conditions match, all of them at once; without a condition
 it deletes nothing. A missing, corrupt or unusable cache file is one ``error:`` line and
@@ -155,24 +156,45 @@ def _print_info(info: dict[str, Any]) -> None:
         )
 
 
+def _hydra_style(argv: list[str]) -> list[str]:
+    """``judge.cache_path=FILE`` (a run's setting, as written for ``python -m harness``)
+    read as ``--cache-path FILE``."""
+    out = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        out += ["--cache-path", value] if sep and key.lstrip("+") == "judge.cache_path" else [arg]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the cache command; return the exit code."""
     parser = argparse.ArgumentParser(
         prog="python -m harness.cache", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--path", default=None, help=f"cache file (default: {default_path()})")
+    path_help = (
+        f"the cache file, as judge.cache_path names it for a run (default: {default_path()}); "
+        "judge.cache_path=FILE and --path FILE work too"
+    )
+    parser.add_argument("--cache-path", "--path", dest="path", default=None, help=path_help)
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="size and entries by model, prompt and variant")
     info.add_argument("--json", action="store_true", help="print JSON")
     cut = sub.add_parser("prune", help="delete entries matching every condition given")
+    for command in (info, cut):  # also accepted after the command
+        command.add_argument(
+            "--cache-path", "--path", dest="path", default=argparse.SUPPRESS, help=path_help
+        )
     cut.add_argument("--older-than", type=parse_age, help="age such as 30d, 12h, 90m")
     cut.add_argument("--prompt", help="prompt sha256 (or a prefix of it)")
     cut.add_argument("--model", help="judge model name")
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(_hydra_style(given))
     try:
         if args.path is not None and not args.path.strip():
-            raise ConfigError("--path is empty: give the cache file, or leave --path out")
-        path = Path(args.path) if args.path is not None else default_path()
+            flag = next((f for f in ("--path", "judge.cache_path") for a in given
+                         if a.partition("=")[0].lstrip("+") == f), "--cache-path")
+            raise ConfigError(f"{flag} is empty: give the cache file, or leave {flag} out")
+        path = Path(args.path).expanduser() if args.path is not None else default_path()
         filters: dict[str, Any] = {}
         if args.command == "prune":
             filters = {"older_than_s": args.older_than, "prompt_sha": args.prompt,

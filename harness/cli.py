@@ -22,8 +22,10 @@ def _hydra_app() -> Callable[[], Any]:
 
     @hydra.main(config_path=CONFIG_DIR, config_name="config", execution_whitelist=TRUSTED_TARGETS)
     def task(cfg: DictConfig) -> float | None:
+        from harness.hints import release_stderr
         from harness.runner import main as run_main
 
+        release_stderr()  # composed: nothing more to lead with a hint
         return run_main(cfg)
 
     app: Callable[[], Any] = task
@@ -82,6 +84,7 @@ def main() -> None:
     """Console entry point."""
     import signal
 
+    from harness import hints
     from harness.cli_secrets import hide
     from harness.tracking import mlflow as mlflow_tracking
 
@@ -97,20 +100,25 @@ def main() -> None:
         tracker = tracker_class(sys.argv[1:])
         if tracker is not None:
             tracker.prewarm()
+        note = hints.sweep_note(sys.argv[1:])
+        if note:
+            print(note, file=sys.stderr)
     from harness.guard import Failures
 
-    Failures.count = 0
+    Failures.count = Failures.gates = 0
+    held = hints.hold_stderr()  # Hydra's composition errors, until a hint can lead them
     try:
         _hydra_app()()
-        if Failures.count:
-            sys.exit(2)  # a sweep whose jobs failed (each said why; the others ran)
+        if Failures.count:  # a sweep whose jobs failed (each said why; the others ran)
+            sys.exit(4 if Failures.gates == Failures.count else 2)  # 4: only gates failed
     except SystemExit as e:
-        if e.code == 1:  # Hydra could not compose the config: add a did-you-mean
-            from harness.hints import suggest
-
-            hint = suggest(sys.argv[1:])
+        if e.code == 1 and held.holding:  # Hydra could not compose: lead with a hint
+            held.release(hints.suggest(sys.argv[1:]))
+        elif e.code == 1:  # a job that crashed in Hydra's hands: the hint after
+            hint = hints.suggest(sys.argv[1:])
             if hint:
                 print(hint, file=sys.stderr)
         raise
     finally:
+        held.release()
         mlflow_tracking.discard_prewarmed()

@@ -17,13 +17,21 @@ class ConfigError(HarnessError):
 class DatasetError(HarnessError):
     """A dataset file is missing or one of its records is malformed.
 
-    The message always names the file, and where it applies the line and the field.
+    The message always names the file, and where it applies the line (or, for a record of
+    a JSON document, its 1-based ``row``) and the field.
     """
 
     def __init__(
-        self, path: str, message: str, *, line: int | None = None, field: str | None = None
+        self,
+        path: str,
+        message: str,
+        *,
+        line: int | None = None,
+        field: str | None = None,
+        row: int | None = None,
     ) -> None:
         where = path if line is None else f"{path}:{line}"
+        where = where if row is None else f"{path}: row {row}"
         what = message if field is None else f"field '{field}': {message}"
         super().__init__(f"{where}: {what}")
         self.path, self.line, self.field = path, line, field
@@ -35,6 +43,18 @@ class TrackingError(HarnessError):
 
 class RunFailed(HarnessError):
     """The run finished but breaks a limit the user set (e.g. ``run.max_unscored_frac``)."""
+
+
+#: How a failed gate's line starts (after ``error: ``); a sweep tells gate failures by it.
+GATE_FAILED = "gate failed: "
+
+
+class GateFailed(HarnessError):
+    """The run finished and is valid, but a CI gate failed (``run.fail_under``): exit 4."""
+
+    def __init__(self, message: str, value: float = float("nan")) -> None:
+        super().__init__(GATE_FAILED + message)
+        self.value = value  # the job's objective: a sweep still ranks a gated job
 
 
 def closest(name: str, options: Iterable[str]) -> str:

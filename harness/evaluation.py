@@ -5,7 +5,6 @@ It knows nothing of Hydra or MLflow, so the CLI, the Python API and tests share 
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from array import array
@@ -15,14 +14,19 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from harness.errors import ConfigError, headline
-from harness.metrics.retrieval import at_cutoffs, sample_grades
+from harness.metrics.retrieval import at_cutoffs, retrieval_summary, sample_grades
+from harness.outputs import json_line
 from harness.protocols import Metric
 from harness.redact import redact
+from harness.report.sampling import Evenly
 from harness.types import RagSample, SampleResult
 
 _MAX_REASONS = 20
 MAX_RANK = 20
 MAP_SAMPLES = 60
+#: Rows kept for the HTML report's per-sample view: evenly spaced, and unscored ones.
+REPORT_ROWS = 500
+REPORT_UNSCORED = 200
 
 
 @dataclass
@@ -36,11 +40,23 @@ class Tally:
     successes: int | None = None
     retrieval: dict[str, float] = field(default_factory=dict)
     n_retrieval: int = 0
+    #: The longest retrieved list among them, the cut-offs asked for, and which of the
+    #: names above that depth are still logged (``True``: all).
+    retrieval_depth: int = 0
+    retrieval_ks: tuple[int, ...] = ()
+    beyond_depth: bool | tuple[str, ...] = False
     #: Per rank (1..MAX_RANK): samples with a verdict there, and how many were relevant.
     rank_totals: list[int] = field(default_factory=lambda: [0] * MAX_RANK)
     rank_relevant: list[float] = field(default_factory=lambda: [0.0] * MAX_RANK)
-    #: The verdicts of the first MAP_SAMPLES scored samples (for the verdict map plot).
-    verdict_map: list[tuple[str, list[float]]] = field(default_factory=list)
+    #: The verdicts of MAP_SAMPLES scored samples spread evenly over the run (verdict map).
+    verdict_map: Evenly[tuple[str, list[float]]] = field(
+        default_factory=lambda: Evenly(MAP_SAMPLES)
+    )
+    #: Rows for the HTML report: evenly spaced over the run, and unscored ones.
+    report_rows: Evenly[dict[str, Any]] = field(default_factory=lambda: Evenly(REPORT_ROWS))
+    report_unscored: Evenly[dict[str, Any]] = field(
+        default_factory=lambda: Evenly(REPORT_UNSCORED)
+    )
     started: float = field(default_factory=time.perf_counter)
     duration_s: float = 0.0
 
@@ -66,6 +82,25 @@ class Tally:
         else:
             self.reasons["(other reasons)"] += 1
 
+    def record(self, result: SampleResult, row: dict[str, Any]) -> None:
+        """Count one sample's outcome (``row`` is its ``samples.jsonl`` row)."""
+        if result.score is None:
+            # the row keeps a server's whole message, the console its first meaningful line
+            self.add_reason(headline(result.error) if result.error else "unscored")
+            self.report_unscored.add(row, at=self.n_samples)
+        else:
+            self.scores.append(result.score)
+            verdicts = result.details.get("relevance") or result.verdicts or []
+            for rank, verdict in enumerate(verdicts[:MAX_RANK]):
+                self.rank_totals[rank] += 1
+                self.rank_relevant[rank] += verdict
+            self.verdict_map.add((result.id, list(verdicts[:MAX_RANK])))
+            success = result.details.get("success")
+            if success is not None:
+                self.successes = (self.successes or 0) + bool(success)
+        self.report_rows.add(row)
+        self.n_samples += 1
+
     def summary(self) -> dict[str, Any]:
         """The core of ``summary.json``."""
         rate = self.n_samples / self.duration_s if self.duration_s > 0 else None
@@ -73,10 +108,8 @@ class Tally:
         if self.successes is not None:
             extra["success_rate"] = self.successes / self.n_scored if self.n_scored else None
         if self.n_retrieval:
-            extra["retrieval"] = {
-                name: total / self.n_retrieval for name, total in self.retrieval.items()
-            }
-            extra["retrieval"]["n_queries"] = self.n_retrieval
+            extra.update(retrieval_summary(self.retrieval, self.n_retrieval, self.retrieval_ks,
+                                           self.retrieval_depth, self.beyond_depth))
         return {
             "metric": self.metric,
             "mean": self.mean,
@@ -105,6 +138,8 @@ def evaluate(
     progress: Callable[[int], None] | None = None,
     retrieval_ks: Sequence[int] = (),
     min_grade: float = 1,
+    row_text_chars: int | None = 300,
+    beyond_depth: bool | Sequence[str] = False,
 ) -> Tally:
     """Score every batch with ``metric``, writing one JSON row per sample to ``sink``.
 
@@ -117,12 +152,16 @@ def evaluate(
             context precision for samples with reference ids; MRR is always added.
             Empty: no retrieval metrics.
         min_grade: The lowest reference grade that counts as relevant for them.
+        row_text_chars: Characters of the question and of each chunk's text kept in a
+            row (longer ones end in ``…``); 0: none (chunk ids only); ``None``: all.
+        beyond_depth: Which names of cut-offs above the longest retrieved list stay in the
+            summary (``True``: all; by default none; ``retrieval_cutoffs`` says which).
 
     Returns:
         The tally: counts, scores and unscored reasons.
     """
-    tally = Tally(metric.name)
-    dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+    keep = beyond_depth if isinstance(beyond_depth, bool) else tuple(beyond_depth)
+    tally = Tally(metric.name, retrieval_ks=tuple(retrieval_ks), beyond_depth=keep)
 
     def consume(sample: RagSample, result: SampleResult) -> str:
         if retrieval_ks and sample.reference_context_ids is not None and (
@@ -131,26 +170,14 @@ def evaluate(
             values = retrieval_metrics(sample, retrieval_ks, min_grade)
             result.details.update(values)
             tally.n_retrieval += 1
+            tally.retrieval_depth = max(tally.retrieval_depth, len(sample.retrieved_context_ids))
             for name, value in values.items():
                 tally.retrieval[name] = tally.retrieval.get(name, 0.0) + value
-        if result.score is None:
-            if result.error:
-                result.error = redact(result.error)
-            # the row keeps a server's whole message, the console its first meaningful line
-            tally.add_reason(headline(result.error) if result.error else "unscored")
-        else:
-            tally.scores.append(result.score)
-            verdicts = result.details.get("relevance") or result.verdicts or []
-            for rank, verdict in enumerate(verdicts[:MAX_RANK]):
-                tally.rank_totals[rank] += 1
-                tally.rank_relevant[rank] += verdict
-            if len(tally.verdict_map) < MAP_SAMPLES:
-                tally.verdict_map.append((result.id, list(verdicts[:MAX_RANK])))
-            success = result.details.get("success")
-            if success is not None:
-                tally.successes = (tally.successes or 0) + bool(success)
-        tally.n_samples += 1
-        return dumps(result.to_row())
+        if result.score is None and result.error:
+            result.error = redact(result.error)
+        row = explained(result.to_row(), sample, row_text_chars)
+        tally.record(result, row)
+        return json_line(row)
 
     def write(lines: list[str]) -> None:
         if sink is not None and lines:
@@ -212,3 +239,33 @@ def retrieval_metrics(sample: RagSample, ks: Sequence[int], min_grade: float) ->
     """``recall_at_<k>`` and ``ndcg_at_<k>`` for each k, and ``mrr``, of one sample's
     retrieval (named so that MLflow, which rejects ``@``, takes them as they are)."""
     return at_cutoffs(sample.retrieved_context_ids or (), sample_grades(sample), ks, min_grade)
+
+
+def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict[str, Any]:
+    """``row`` with the sample's ``question`` and its ranked ``chunks`` added: each chunk's
+    ``id``, ``text`` (trimmed to ``chars``), ``verdict``, ``relevance``, ``similarity`` and
+    ``reason``, where the sample or the metric has them."""
+    ids, texts = sample.retrieved_context_ids, sample.retrieved_contexts
+    if chars == 0:
+        texts = None
+    elif sample.user_input is not None:
+        row["question"] = _trim(sample.user_input, chars)
+    per_chunk = {
+        "id": ids, "text": texts, "verdict": row.get("verdicts"), "relevance": row.get("relevance"),
+        "similarity": row.get("similarities"), "reason": row.get("reasons"),
+    }
+    columns = {k: v for k, v in per_chunk.items() if isinstance(v, list | tuple)}
+    n = max((len(v) for v in columns.values()), default=0)
+    chunks = []
+    for i in range(n):
+        chunk = {k: v[i] for k, v in columns.items() if i < len(v)}
+        if "text" in chunk:
+            chunk["text"] = _trim(str(chunk["text"]), chars)
+        chunks.append(chunk)
+    if ids is not None or texts is not None:
+        row["chunks"] = chunks
+    return row
+
+
+def _trim(text: str, chars: int | None) -> str:
+    return text if chars is None or len(text) <= chars else text[:chars] + "…"

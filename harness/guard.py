@@ -24,9 +24,11 @@ FAILED = "error.txt"
 
 
 class Failures:
-    """How many jobs of the sweep that just ended failed (read by ``harness.cli``)."""
+    """How many jobs of the sweep that just ended failed, and how many of those only
+    failed a gate (``run.fail_under``; read by ``harness.cli``: exit 4 when all did)."""
 
     count = 0
+    gates = 0
 
 
 def _stop(error: HarnessError) -> NoReturn:
@@ -34,6 +36,15 @@ def _stop(error: HarnessError) -> NoReturn:
 
     print(f"error: {redact(str(error))}", file=sys.stderr)
     sys.exit(2)
+
+
+def _gate_only(path: Path) -> bool:
+    from harness.errors import GATE_FAILED
+
+    try:
+        return path.read_text("utf-8").startswith(f"error: {GATE_FAILED}")
+    except OSError:
+        return False
 
 
 def failed_jobs(sweep_dir: Path) -> list[Path]:
@@ -53,7 +64,7 @@ class RunGuard(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Check ``hydra.sweep.dir`` before any job starts."""
-        Failures.count = 0
+        Failures.count = Failures.gates = 0
         sweep_dir = str(config.hydra.sweep.dir)
         try:
             path = check_folder(sweep_dir, "hydra.sweep.dir")
@@ -66,9 +77,11 @@ class RunGuard(Callback):
             ))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Say how many jobs failed; the command then exits with code 2."""
+        """Say how many jobs failed; the command then exits with code 2 (4 when every
+        failed job only failed its gate)."""
         failed = failed_jobs(Path(str(config.hydra.sweep.dir)))
         Failures.count = len(failed)
+        Failures.gates = sum(_gate_only(p / FAILED) for p in failed)
         if failed:
             names = ", ".join(str(p) for p in failed[:5]) + (" …" if len(failed) > 5 else "")
             print(

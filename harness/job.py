@@ -35,6 +35,14 @@ class RunSettings:
             ``[]`` turns them off.
         retrieval_min_grade: The lowest reference grade counted as relevant by them
             (``null``: the dataset's ``min_grade``, else 1).
+        retrieval_beyond_depth: Also log the cut-offs above the retrieval's depth (the
+            longest retrieved list of the run), where a list scores as if padded with
+            non-relevant chunks; by default they are dropped (summary ``retrieval_cutoffs``).
+        fail_under: Fail the run (exit code 4, outputs kept) when its mean is below this
+            (or nothing was scored); null for no gate.
+        row_text_chars: Characters of the question and of each chunk's text kept in a
+            ``samples.jsonl`` row (0: no texts, chunk ids only; ``null``: whole texts).
+        report: Write ``report.html`` (summary, plots, every sample's ranked chunks).
     """
 
     seed: int = 0
@@ -48,6 +56,10 @@ class RunSettings:
         default_factory=lambda: [10]
     )
     retrieval_min_grade: float | None = None
+    retrieval_beyond_depth: bool = False
+    fail_under: Annotated[float, Range(ge=0, le=1)] | None = None
+    row_text_chars: Annotated[int, Range(ge=0)] | None = 300
+    report: bool = True
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -62,7 +74,8 @@ class Job:
         config: The resolved config (no ``hydra`` node), plain containers.
         out_dir: Where ``samples.jsonl``, ``summary.json`` and the rest are written.
         choices: The option chosen in each config group that matters (``metric: id_based``).
-        run_name: The tracker's run name.
+        run_name: The tracker's run name (short: the metric and what varied).
+        overrides: The job's command-line overrides, as Hydra names its folder (a tag).
         sweep_dir: The sweep's folder when the job is part of a ``-m`` sweep.
         job_num: The job's number in that sweep.
         build: Builds a config group that the task needs beyond the parts (``judge``).
@@ -72,6 +85,7 @@ class Job:
     out_dir: Path
     choices: dict[str, str]
     run_name: str = "default"
+    overrides: str = ""
     sweep_dir: str | None = None
     job_num: int | None = None
     build: Callable[[str], Any] | None = None

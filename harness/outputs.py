@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 from harness.errors import ConfigError, HarnessError
 
@@ -130,3 +132,32 @@ def _hint(error: OSError) -> str:
     if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return "; choose a writable folder (hydra.run.dir=...)"
     return ""
+
+
+#: Characters ``str.splitlines`` breaks on that JSON leaves raw: escaped in rows.
+_LINE_BREAKS = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029)}
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def json_line(row: Any) -> str:
+    """One JSON-lines row (no newline): UTF-8 kept, but line separators escaped, so readers
+    that split lines on them do not cut the row."""
+    line = _ENCODE(row)
+    return line if line.isascii() else line.translate(_LINE_BREAKS)
+
+
+def strip_keys(path: Path, keys: Collection[str]) -> None:
+    """Remove ``keys`` from every JSON row of the rows file ``path`` (rewritten whole)."""
+    if not keys:
+        return
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
+            for line in src:
+                row = json.loads(line)
+                dst.write(json_line({k: v for k, v in row.items() if k not in keys}) + "\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(f"cannot rewrite {path} ({reason(e)}){_hint(e)}") from None

@@ -226,8 +226,11 @@ class Tracker(Protocol):
         """Non-secret settings, for the summary."""
         ...
 
-    def begin_sweep(self, sweep_dir: str, tags: dict[str, str]) -> None:
-        """Open a sweep's parent run, before its jobs start (``-m``)."""
+    def begin_sweep(
+        self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
+    ) -> None:
+        """Open a sweep's parent run, before its jobs start (``-m``); ``params``: the swept
+        keys and their values as given."""
         ...
 
     def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:

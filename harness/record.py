@@ -22,6 +22,8 @@ def base_tags(job: Job) -> dict[str, str]:
     """Tags of every run: the options chosen, the version, the sweep it belongs to."""
     tags = {f"choice.{k}": str(v) for k, v in job.choices.items()}
     tags["harness.version"] = __version__
+    if job.overrides:
+        tags["hydra.overrides"] = job.overrides
     if job.multirun:
         tags["hydra.sweep_dir"], tags["hydra.job_num"] = str(job.sweep_dir), str(job.job_num)
     return tags

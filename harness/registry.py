@@ -17,6 +17,7 @@ TRUSTED_TARGETS: tuple[str, ...] = (
     "harness.datasets.beir.BeirDataset",
     "harness.datasets.files.CsvDataset",
     "harness.datasets.files.JsonlDataset",
+    "harness.datasets.json_doc.JsonDataset",
     "harness.datasets.files.ParquetDataset",
     "harness.datasets.files.SampleDataset",
     "harness.retrievers.bm25.BM25",

@@ -1,7 +1,7 @@
 """The Hydra task function: from the composed config of one job to its task's result.
 
 Errors the user can act on end as one line and an exit code: 2 bad input or config,
-3 a limit the user set was broken, 128+N a signal.
+3 a limit the user set was broken, 4 a gate failed (``run.fail_under``), 128+N a signal.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness import cli_secrets
 from harness.build import build, instantiate, uses
-from harness.errors import HarnessError, Interrupted, RunFailed
+from harness.errors import GateFailed, HarnessError, Interrupted, RunFailed
 from harness.job import Job
 from harness.outputs import release, write_text
 from harness.protocols import Parts
@@ -55,11 +55,13 @@ def run(cfg: DictConfig) -> float:
     try:
         scrub_hydra_files(out_dir)
         parts = build(cfg)
+        choices = choices_of(cfg, parts, dict(hc.runtime.choices))
         job = Job(
             config=job_config(cfg),
             out_dir=out_dir,
-            choices=choices_of(cfg, parts, dict(hc.runtime.choices)),
-            run_name=run_name(hc.job.override_dirname),
+            choices=choices,
+            run_name=run_name(list(hc.overrides.task), choices.get("metric"), multirun),
+            overrides=cli_secrets.reveal(redact(hc.job.override_dirname or "")),
             sweep_dir=str(hc.sweep.dir) if multirun else None,
             job_num=hc.job.num if multirun else None,
             build=lambda group: instantiate(cfg, group),
@@ -82,9 +84,12 @@ def scrub_hydra_files(out_dir: Path) -> None:
             write_text(path, redact(text))
 
 
-def run_name(override_dirname: str | None) -> str:
-    """The tracker's run name: the overrides that varied, without credentials."""
-    return cli_secrets.reveal(redact(override_dirname or "default"))
+def run_name(overrides: list[str], metric: str | None, multirun: bool) -> str:
+    """The tracker's run name: the metric and the overrides (in a sweep, the swept keys'
+    values), without URLs or credentials (``harness.tracking.names``)."""
+    from harness.tracking.names import short_name, swept_keys
+
+    return short_name(overrides, metric, swept_keys() if multirun else None)
 
 
 def main(cfg: DictConfig) -> float | None:
@@ -96,10 +101,11 @@ def main(cfg: DictConfig) -> float | None:
     try:
         return run(cfg)
     except HarnessError as e:
-        code = 3 if isinstance(e, RunFailed) else 2
+        code = 3 if isinstance(e, RunFailed) else 4 if isinstance(e, GateFailed) else 2
         line = f"error: {redact(str(e))}"
         if _in_sweep():
-            return _job_failed(line)
+            failed = _job_failed(line)
+            return e.value if isinstance(e, GateFailed) else failed
         print(line, file=sys.stderr)
         sys.exit(code)
     except KeyboardInterrupt as e:

@@ -20,6 +20,12 @@ __all__ = [
 # dataset=scifact/trec_dl19/dbpedia_entity read $HARNESS_SHARED_DATA: pin it to the copy
 # beside the checkout, whatever the working directory of the tests.
 os.environ.setdefault("HARNESS_SHARED_DATA", str(SHARED / "data"))
+# matplotlib keeps its font cache under $XDG_CACHE_HOME, which each test gets fresh: one
+# folder per session instead, so plotting tests do not rebuild it (seconds each)
+if "MPLCONFIGDIR" not in os.environ:
+    import tempfile
+
+    os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="harness-tests-mpl-")
 
 
 @pytest.fixture(autouse=True)

@@ -70,7 +70,8 @@ def test_default_job_logs_everything_to_mlflow(tmp_path: Path, mlflow_store: str
     assert run.data.tags["dataset.sha256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert names == {"config.yaml", "samples.jsonl", "summary.json", "score_histogram.png",
-                     "precision_by_rank.png", "verdict_map.png"}
+                     "precision_by_rank.png", "verdict_map.png", "report.html",
+                     "eval"}  # eval/samples.json: the table (tests/test_mlflow_reader.py)
     for png in ("score_histogram.png", "precision_by_rank.png", "verdict_map.png"):
         local_png = client.download_artifacts(run.info.run_id, png, str(tmp_path / "dl"))
         assert Path(local_png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -270,7 +271,8 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
     result = run_cli("--help", cwd=tmp_path)
     assert result.returncode == 0
     for text in (
-        "dataset: beir, csv, dbpedia_entity, jsonl, parquet, sample, scifact, trec_dl19",
+        "dataset: beir, csv, dbpedia_entity, json, jsonl, parquet, sample, scifact, "
+        "trec_dl19",
         "experiment: scifact_bm25, scifact_bm25_optuna, scifact_chunking, scifact_retrievers",
         "metric: contextual_precision, id_based, id_ranked, llm_with_reference, "
         "llm_without_reference, non_llm",

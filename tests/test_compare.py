@@ -160,10 +160,17 @@ def test_function_rows_and_paired_test_match_mlflow_and_samples(grid):
 
 
 def test_identical_per_query_scores_give_no_difference(twins):
+    # two datasets (by sha256): one table each, nothing paired across them
     result = compare("cmp_twins", tracking_uri=twins, plots=False, log=False)
+    assert [len(g["rows"]) for g in result["groups"]] == [1, 1]
+    assert all(g["test"] is None for g in result["groups"])
     _, _, children = _children(twins, "cmp_twins")
-    [a, b] = (children[r["run_id"]][1] for r in result["rows"])
+    [ra, rb] = result["rows"]
+    a, b = children[ra["run_id"]][1], children[rb["run_id"]][1]
     assert a == b and len(a) == 30  # the premise, read back from samples.jsonl
+    # paired only when forced, and said so
+    result = compare("cmp_twins", tracking_uri=twins, baseline=ra["run_id"],
+                     candidate=rb["run_id"], force=True, plots=False, log=False)
     assert result["varying"] == ["dataset.path"]
     test = result["test"]
     assert test["n_pairs"] == 30 and test["same_queries"]
@@ -171,7 +178,7 @@ def test_identical_per_query_scores_give_no_difference(twins):
     assert test["p_value"] == 1
     assert test["p_wilcoxon"] in (None, 1)
     assert not test["same_dataset"]
-    assert result["notes"] == [result["notes"][0]] and "different datasets" in result["notes"][0]
+    assert len(result["notes"]) == 1 and "differ in dataset" in result["notes"][0]
     assert f"note: {result['notes'][0]}" in result["table"]
 
     # sweep=all without a parent: logged to a new "compare" run, never listed itself
@@ -213,7 +220,9 @@ def test_unknown_key_exits_2_with_a_did_you_mean(tmp_path):
         parse(["metric=ndcg@10"])
     assert parse(["experiment=e", "top=3", "plots=false", "confidence=0.9"]) == {
         "experiment": "e", "metric": "mean", "tracking_uri": None, "sweep": "latest", "top": 3,
-        "bootstrap": 2000, "confidence": 0.9, "seed": 0, "plots": False, "log": True}
+        "bootstrap": 2000, "confidence": 0.9, "seed": 0, "plots": False, "log": True,
+        "baseline": None, "candidate": None, "force": False, "fail_if_worse": False,
+        "alpha": 0.05, "min_delta": 0.0}
 
 
 def test_statistics_on_hand_computed_cases():

@@ -15,7 +15,10 @@ GROUPS = sorted(
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
 #: Options that instantiate only with an extra installed (the heavy lane has them all).
 NEEDS_EXTRA = {("retriever", "dense"), ("retriever", "hybrid"), ("rerank", "dense")}
-NEEDS_PATH = {("dataset", "jsonl"), ("dataset", "csv"), ("dataset", "beir"), ("dataset", "parquet")}
+NEEDS_PATH = {
+    ("dataset", "jsonl"), ("dataset", "json"), ("dataset", "csv"), ("dataset", "beir"),
+    ("dataset", "parquet"),
+}
 
 
 def package_of(group: str, option: str) -> str:

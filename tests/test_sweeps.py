@@ -48,7 +48,7 @@ def test_grid_lands_child_runs_under_one_parent(tmp_path: Path, mlflow_store: st
     assert combos == {("id_based", "2"), ("id_based", "4"), ("id_ranked", "2"), ("id_ranked", "4")}
     assert all(c.info.status == "FINISHED" for c in children)
     assert {c.info.run_name for c in children} == {
-        f"metric={m},retriever.top_k={k}" for m in ("id_based", "id_ranked") for k in (2, 4)
+        f"{m}·top_k={k}" for m in ("id_based", "id_ranked") for k in (2, 4)
     }
     best = max(children, key=lambda c: c.data.metrics["mean"])
     assert parent.info.status == "FINISHED"

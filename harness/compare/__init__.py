@@ -1,12 +1,15 @@
-"""``python -m harness.compare``: rank the runs of a sweep, with confidence intervals.
+"""``python -m harness.compare``: rank the runs of a sweep, with confidence intervals, or
+test a candidate run against a baseline (and gate CI on it).
 
-Reads the runs from MLflow and each run's ``samples.jsonl``; bootstraps a confidence
-interval of the per-query mean; tests the two best runs against each other on the queries
-both scored (paired sign-flip randomization test, and Wilcoxon when scipy is installed);
-plots; and logs the table and plots under ``compare/`` in the sweep's parent run.
+Reads the runs from MLflow and each run's ``samples.jsonl``; ranks them per dataset and
+metric (ties as the sweep's best child); bootstraps a confidence interval of the per-query
+mean; tests the two best runs, or candidate and baseline, on the queries both scored
+(paired sign-flip randomization test, and Wilcoxon when scipy is installed); plots; and
+logs the table and plots under ``compare/`` in the sweep's parent run.
 
-The modules: ``stats`` (intervals, tests, ranking), ``store`` (MLflow), ``render`` (table
-and plots), ``core`` (``compare()``), ``cli`` (``main``).
+The modules: ``stats`` (intervals, tests, ranking), ``pairing`` (naming runs, what may be
+paired, the gate), ``store`` (MLflow), ``render`` (table and plots), ``core``
+(``compare()``), ``cli`` (``main``).
 """
 
 from harness.compare.cli import DEFAULTS, USAGE, main, parse

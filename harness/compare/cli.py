@@ -11,12 +11,22 @@ from harness.errors import ConfigError, HarnessError, closest
 
 USAGE = """\
 usage: python -m harness.compare experiment=NAME [key=value ...]
+       python -m harness.compare baseline=RUN candidate=RUN [fail_if_worse=true] [key=value ...]
 
-Rank the runs of a sweep by a metric, with bootstrap confidence intervals, and test the
-two best runs against each other on the queries both scored.
+Rank the runs of a sweep by a metric, with bootstrap confidence intervals, one table per
+dataset and metric, and test the two best runs against each other on the queries both
+scored; or test a candidate run against a baseline run (and gate CI on it: exit 4).
 
 keys:
-  experiment=NAME    the MLflow experiment (required)
+  experiment=NAME    the MLflow experiment (required unless baseline= and candidate= are
+                     given; then it narrows where their names are looked up)
+  baseline=RUN       a run id, a run name or its overrides (key=value,...): the reference
+  candidate=RUN      the run tested against the baseline on the ids both scored
+  force=false        pair a baseline and candidate of different datasets or metrics anyway
+  fail_if_worse=false  exit 4 when the candidate is worse: a mean paired difference below
+                     -min_delta with p < alpha (the decision is printed either way)
+  alpha=0.05         the gate's significance level (sign-flip test)
+  min_delta=0        the loss the gate tolerates (in units of the metric)
   metric=mean        the MLflow metric to rank by; per query: `score` for mean, else the
                      samples.jsonl key of that name (ndcg_at_10 also reads ndcg@10)
   tracking_uri=URI   default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db
@@ -26,14 +36,18 @@ keys:
   bootstrap=2000     resamples for the intervals and the randomization test
   confidence=0.95    interval coverage
   seed=0             random seed
-  plots=true         metric vs retriever.top_k, per-query box plot (matplotlib)
+  plots=true         metric vs retriever.top_k; per-query wins, ties and losses against
+                     #1 or the baseline (matplotlib)
   log=true           log compare/table.md, table.json and plots to the parent run (or a
                      new run named "compare" when there is none)
 """
 DEFAULTS: dict[str, Any] = {
     "experiment": None, "metric": "mean", "tracking_uri": None, "sweep": "latest", "top": None,
     "bootstrap": 2000, "confidence": 0.95, "seed": 0, "plots": True, "log": True,
+    "baseline": None, "candidate": None, "force": False, "fail_if_worse": False,
+    "alpha": 0.05, "min_delta": 0.0,
 }
+_FLAGS = ("plots", "log", "force", "fail_if_worse")
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -48,21 +62,23 @@ def parse(argv: list[str]) -> dict[str, Any]:
             hint = closest(key, list(DEFAULTS))
             raise ConfigError(f"unknown key {key!r}{hint}; keys: {', '.join(DEFAULTS)}")
         try:
-            if key in ("plots", "log"):
+            if key in _FLAGS:
                 args[key] = _BOOLEANS[raw.lower()]
             elif key in ("top", "bootstrap", "seed"):
                 args[key] = None if key == "top" and raw in ("all", "null") else int(raw)
             else:
-                args[key] = float(raw) if key == "confidence" else raw
+                args[key] = float(raw) if key in ("confidence", "alpha", "min_delta") else raw
         except (KeyError, ValueError):
             raise ConfigError(f"{key}: bad value {raw!r}; see --help") from None
-    if not args["experiment"]:
-        raise ConfigError("experiment=NAME is required; see --help")
+    if not args["experiment"] and not (args["baseline"] and args["candidate"]):
+        raise ConfigError("experiment=NAME is required (or baseline=RUN candidate=RUN); "
+                          "see --help")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: print the table and the test; exit 2 on a usage or store error."""
+    """Console entry point: print the table and the test; exit 2 on a usage or store error,
+    4 when ``fail_if_worse`` finds the candidate worse."""
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE, end="")
@@ -82,3 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     print(result["table"], end="")
     if result["logged_to"]:
         print(f"logged {', '.join(result['artifacts'])} to run {result['logged_to']}")
+    if result["gate"]:
+        print(result["gate"]["line"])
+        if result["gate"]["failed"]:
+            sys.exit(4)

@@ -13,10 +13,17 @@ def _fmt(v: float | None, sign: bool = False) -> str:
 
 
 def render(result: dict[str, Any]) -> str:
-    """The comparison as Markdown: the table, then the paired test and notes."""
-    rows, varying, m = result["rows"], result["varying"], result["metric"]
+    """The comparison as Markdown: per group (dataset and metric) the table, the paired
+    test and its notes."""
+    groups = result["groups"]
+    return "\n".join((f"### {g['label']}\n\n" if len(groups) > 1 else "") + _group(result, g)
+                     for g in groups)
+
+
+def _group(result: dict[str, Any], group: dict[str, Any]) -> str:
+    rows, varying, m = group["rows"], group["varying"], result["metric"]
     pct = f"{result['confidence']:.0%} CI"
-    head = ["rank", "run", m, pct, "n scored", *varying]
+    head = ["role" if group["pair"] else "rank", "run", m, pct, "n scored", *varying]
     body = [[str(r["rank"]), r["run_name"].replace("|", "\\|"), _fmt(r["value"]),
              f"[{_fmt(r['ci'][0])}, {_fmt(r['ci'][1])}]" if r["ci"] else "",
              "" if r["n"] is None else str(r["n"]), *(r["params"].get(k, "") for k in varying)]
@@ -24,33 +31,40 @@ def render(result: dict[str, Any]) -> str:
     width = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     lines = ["| " + " | ".join(x.ljust(w) for x, w in zip(line, width, strict=True)) + " |"
              for line in [head, ["-" * w for w in width], *body]]
-    t = result["test"]
+    t = group["test"]
     if t is not None:
-        lines += ["", f"paired test: #1 {t['run_a']['name']} vs #2 {t['run_b']['name']}",
-                  f"  n pairs          {t['n_pairs']} (queries scored in both)"]
+        a, b = t.get("labels", ["#1", "#2"])
+        lines += ["", f"paired test: {a} {t['run_a']['name']} vs {b} {t['run_b']['name']}",
+                  f"  n pairs          {t['n_pairs']} (queries scored in both; dropped "
+                  f"{t['dropped_a']} scored only by {a}, {t['dropped_b']} only by {b})"]
         if t["mean_diff"] is not None:
             w = "n/a" if t["p_wilcoxon"] is None else f"{t['p_wilcoxon']:.4f}"
-            lines += [f"  mean difference  {_fmt(t['mean_diff'], True)} (#1 - #2)  {pct} "
+            lines += [f"  mean difference  {_fmt(t['mean_diff'], True)} ({a} - {b})  {pct} "
                       f"[{_fmt(t['ci'][0], True)}, {_fmt(t['ci'][1], True)}]",
                       f"  p (sign-flip, {t['p_method']})  {t['p_value']:.4f}    p (Wilcoxon)  {w}"]
-    if result["notes"]:
-        lines += ["", *(f"note: {n}" for n in result["notes"])]
+    if group["notes"]:
+        lines += ["", *(f"note: {n}" for n in group["notes"])]
     return "\n".join(lines) + "\n"
 
 
-def plot(result: dict[str, Any], values: dict[str, Any], out: Path) -> list[Path]:
-    """Write ``metric_vs_top_k.png`` (when top_k varies) and ``per_query.png`` into ``out``."""
+def plot(result: dict[str, Any], values: dict[str, Any], out: Path, prefix: str = "") -> list[Path]:
+    """Write ``metric_vs_top_k.png`` (when top_k varies) and ``per_query.png`` (per-query
+    wins, ties and losses) of one group into ``out``, names starting with ``prefix``."""
     paths = []
-    if TOP_K in result["varying"]:
-        paths.append(out / "metric_vs_top_k.png")
+    if TOP_K in result["varying"] and not result["pair"]:
+        paths.append(out / f"{prefix}metric_vs_top_k.png")
         _plot_top_k(result, paths[-1])
-    if _plot_box(result, values, out / "per_query.png"):
-        paths.append(out / "per_query.png")
+    if _plot_wtl(result, values, out / f"{prefix}per_query.png"):
+        paths.append(out / f"{prefix}per_query.png")
     return paths
 
 
 def _figure(width: float, height: float) -> tuple[Any, Any]:
     """A figure on the Agg canvas (no pyplot: no global state, no display needed)."""
+    import logging
+
+    # its font cache is built on first use, announced at INFO: not the user's concern
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -90,20 +104,42 @@ def _plot_top_k(result: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def _plot_box(result: dict[str, Any], values: dict[str, Any], path: Path) -> bool:
-    """Box plots of the per-query values, one per run in rank order; False if none has any."""
-    import matplotlib
+#: Okabe-Ito colours (safe for colour-blind readers): better, tie, worse.
+_WTL = (("better", "#0072B2"), ("tie", "#BBBBBB"), ("worse", "#E69F00"))
 
-    scored = [r for r in result["all_rows"] if values.get(r["run_id"])][::-1]
-    if not scored:
+
+def _plot_wtl(result: dict[str, Any], values: dict[str, Any], path: Path) -> bool:
+    """Per run, on the queries both scored: how many it scores above, equal to and below
+    the reference (the baseline, or the group's #1); False when there is nothing to draw."""
+    rows = result["all_rows"]
+    ref, others = rows[0], rows[1:]
+    ref_values = values.get(ref["run_id"]) or {}
+    bars = []
+    for r in others:
+        mine = values.get(r["run_id"]) or {}
+        ids = ref_values.keys() & mine.keys()
+        diffs = [mine[i] - ref_values[i] for i in ids]
+        if ids:
+            bars.append((r, [sum(d > 0 for d in diffs), sum(d == 0 for d in diffs),
+                             sum(d < 0 for d in diffs)]))
+    if not bars:
         return False
-    labels = [f"#{r['rank']} {r['run_name']}" for r in scored]
-    fig, ax = _figure(max(8.0, 3 + 0.075 * max(map(len, labels))), 1.2 + 0.45 * len(scored))
-    horizontal = ({"orientation": "horizontal"} if matplotlib.__version_info__ >= (3, 10)
-                  else {"vert": False})
-    ax.boxplot([list(values[r["run_id"]].values()) for r in scored], showmeans=True, **horizontal)
-    ax.set_yticks(range(1, len(scored) + 1), labels)
+    labels = [f"{r['rank']} {r['run_name']}" for r, _ in bars][::-1]
+    counts = [c for _, c in bars][::-1]
+    fig, ax = _figure(max(8.0, 3 + 0.075 * max(map(len, labels))), 1.4 + 0.45 * len(bars))
+    left = [0] * len(bars)
+    for j, (name, colour) in enumerate(_WTL):
+        widths = [c[j] for c in counts]
+        ax.barh(range(len(bars)), widths, left=left, color=colour, label=name)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(range(len(bars)), labels)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     per = "score" if result["metric"] == "mean" else result["metric"]
-    ax.set(xlabel=f"per-query {per} (triangle: mean)", title=f"per-query {per} by config")
+    vs = f"baseline {ref['run_name']}" if result["pair"] else f"#1 {ref['run_name']}"
+    ax.set(xlabel=f"queries (scored by both): per-query {per} better / equal / worse",
+           title=f"per-query {per} against {vs}")
+    ax.legend(fontsize="small", loc="lower right")
     fig.savefig(path, dpi=120)
     return True

@@ -63,6 +63,7 @@ def paired_test(
 
     ids = sorted(a.keys() & b.keys())
     out: dict[str, Any] = {"n_pairs": len(ids), "n_a": len(a), "n_b": len(b),
+                           "dropped_a": len(a) - len(ids), "dropped_b": len(b) - len(ids),
                            "same_queries": a.keys() == b.keys()}
     if not ids:
         return {**out, "mean_diff": None, "ci": None, "p_value": None, "p_method": None,
@@ -89,8 +90,10 @@ def rank_rows(
     varying: Sequence[str], resamples: int, confidence: float, seed: int,
 ) -> list[dict[str, Any]]:
     """One row per MLflow run, ranked by ``metric`` (descending; runs without it last)."""
+    from harness.tracking.sweep import rank_key
+
     rows = []
-    for r in runs:
+    for r, order in zip(runs, job_order(runs), strict=True):
         v, m = values[r.info.run_id], r.data.metrics
         rows.append({
             "run_id": r.info.run_id, "run_name": r.info.run_name or r.info.run_id,
@@ -98,13 +101,26 @@ def rank_rows(
             "ci": list(bootstrap_ci(list(v.values()), resamples, confidence, seed)) if v else None,
             "n": len(v) if v else (int(m["n_scored"]) if metric == "mean" and "n_scored" in m
                                    else None),
+            "n_unscored": m.get("n_unscored"), "order": order,
             "params": {k: r.data.params.get(k, "") for k in varying},
             "dataset_sha256": r.data.tags.get("dataset.sha256"),
         })
-    rows.sort(key=lambda r: (r["value"] is None, -(r["value"] or 0.0), r["run_name"]))
+    # the sweep parent's "best child" rule: highest value, fewer unscored, earlier job
+    rows.sort(key=lambda r: rank_key(r["value"], r["n_unscored"], r["order"]))
     for i, row in enumerate(rows, 1):
         row["rank"] = i
     return rows
+
+
+def job_order(runs: Sequence[Any]) -> list[int]:
+    """Each run's place in time: its ``hydra.job_num`` when all are jobs of one sweep,
+    else its rank by start time."""
+    tags = [r.data.tags for r in runs]
+    if len({t.get("mlflow.parentRunId") for t in tags}) == 1 and all(
+            t.get("hydra.job_num", "").isdigit() for t in tags):
+        return [int(t["hydra.job_num"]) for t in tags]
+    starts = sorted(range(len(runs)), key=lambda i: (runs[i].info.start_time or 0, i))
+    return [starts.index(i) for i in range(len(runs))]
 
 
 def top_two(

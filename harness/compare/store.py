@@ -14,8 +14,9 @@ from harness.redact import redact_uri
 from harness.tracking.store import client
 
 
-def open_experiment(uri: str, experiment: str) -> tuple[Any, Any]:
-    """The ``MlflowClient`` of ``uri`` and the experiment named ``experiment``.
+def open_experiment(uri: str, experiment: str | None) -> tuple[Any, Any]:
+    """The ``MlflowClient`` of ``uri`` and the experiment named ``experiment`` (``None``
+    when no name is given).
 
     Raises:
         TrackingError: No SQLite file at ``uri``, or no such experiment (with a
@@ -24,6 +25,8 @@ def open_experiment(uri: str, experiment: str) -> tuple[Any, Any]:
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
         raise TrackingError(f"no MLflow store at {uri} (set tracking_uri= or $MLFLOW_TRACKING_URI)")
     c = client(uri)
+    if experiment is None:
+        return c, None
     exp = c.get_experiment_by_name(experiment)
     if exp is None:
         names = [e.name for e in c.search_experiments()]
@@ -44,12 +47,17 @@ def search(c: Any, exp_id: str, filter_string: str) -> list[Any]:
             return runs
 
 
+def finished(c: Any, exp_ids: list[str]) -> list[Any]:
+    """The finished runs of the experiments but sweep parents and compare runs."""
+    runs = [r for e in exp_ids for r in search(c, e, "attributes.status = 'FINISHED'")]
+    return [r for r in runs if r.data.tags.get("harness.sweep") != "parent"
+            and r.data.tags.get("harness.compare") != "true"]
+
+
 def select_runs(c: Any, exp_id: str, sweep: str) -> tuple[list[Any], str | None]:
     """The runs to compare and the parent run id (``None`` for ``sweep=all``)."""
     if sweep == "all":
-        runs = search(c, exp_id, "attributes.status = 'FINISHED'")
-        return [r for r in runs if r.data.tags.get("harness.sweep") != "parent"
-                and r.data.tags.get("harness.compare") != "true"], None
+        return finished(c, [exp_id]), None
     if sweep == "latest":
         found = c.search_runs([exp_id], "tags.`harness.sweep` = 'parent'", max_results=1,
                               order_by=["attributes.start_time DESC"])

@@ -17,10 +17,45 @@ _MAX_KEYS = 1000
 ALIASES: dict[str, tuple[str, ...]] = {
     "user_input": ("question", "input"),
     "response": ("answer", "actual_output"),
-    "reference": ("ground_truth", "expected_output"),
+    "reference": ("ground_truth", "expected_output", "ground_truths"),
     "retrieved_contexts": ("contexts", "retrieval_context"),
     "reference_contexts": ("context",),
 }
+
+#: ragas's legacy (v0.1) list of reference answers: its first becomes ``reference``.
+LEGACY_LIST = "ground_truths"
+
+#: What a JSON-lines reader says when the file is one JSON document.
+DOCUMENT_HINT = (
+    "the file looks like one JSON document (ragas's column-oriented {\"question\": [...], "
+    "...} or a list of records), not JSON lines: read it with dataset=json"
+)
+
+#: Fields that hold one value (a text or an id) per record.
+_ONE_VALUE = ("id", "user_input", "reference", "response")
+
+
+def columnar(raw: object, fields: Mapping[str, str]) -> bool:
+    """Whether a JSON object is a dataset by columns (``{"question": [...], ...}``, or
+    pandas's ``to_json``, columns keyed by row) rather than one record: a known field
+    holds an object, a one-value field a list, or a list field a list of lists."""
+    if not isinstance(raw, dict):
+        return False
+    one = {fields[f] for f in _ONE_VALUE} | {
+        a for f in _ONE_VALUE for a in ALIASES.get(f, ()) if a != LEGACY_LIST
+    }
+    many = {fields[f] for f in SAMPLE_FIELDS if f not in _ONE_VALUE} | {
+        a for f, names in ALIASES.items() for a in names if a not in one
+    }
+    for key, value in raw.items():
+        if key in one and isinstance(value, (list, dict)):
+            return True
+        if key in many and (
+            isinstance(value, dict)
+            or isinstance(value, list) and bool(value) and isinstance(value[0], list)
+        ):
+            return True
+    return False
 
 
 def text_problem(text: str) -> str | None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.fields import field_map
+from harness.datasets.fields import DOCUMENT_HINT, columnar, field_map
 from harness.datasets.parquet import read_parquet
 from harness.datasets.reading import (
     Signature,
@@ -133,20 +133,42 @@ class JsonlDataset(FileDataset):
                 break
             if not text.strip():
                 continue
-            try:
-                raw = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise DatasetError(
-                    str(self.path), f"not valid JSON ({e.msg} at column {e.colno})", line=number
-                ) from None
-            except (ValueError, RecursionError) as e:  # a 5,000-digit number, deep nesting
-                what = "nested too deeply" if isinstance(e, RecursionError) else str(e)
-                raise DatasetError(
-                    str(self.path), f"not valid JSON ({what})", line=number
-                ) from None
-            yield parser.parse(raw, number - 1, number)
+            if count == 0 and self.format == "jsonl":
+                yield first_record(parser, text, self.path, number)
+            else:
+                yield parser.parse(load_json(text, self.path, number), number - 1, number)
             count += 1
         parser.columns.finish()
+
+
+def load_json(text: str, path: Path, line: int = 1, document: bool = False) -> Any:
+    """``text`` parsed: line ``line`` of ``path``, or a whole ``document``; a one-line
+    ``DatasetError`` at the line where it is not valid JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        at = e.lineno if document else line
+        raise DatasetError(
+            str(path), f"not valid JSON ({e.msg} at column {e.colno})", line=at
+        ) from None
+    except (ValueError, RecursionError) as e:  # a 5,000-digit number, deep nesting
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise DatasetError(str(path), f"not valid JSON ({why})", line=line) from None
+
+
+def first_record(parser: RecordParser, text: str, path: Path, number: int) -> RagSample:
+    """The first record of a JSON-lines file; where it fails because the file is one JSON
+    document (a ragas column-oriented file, a list of records), the error says so."""
+    raw: Any = None
+    try:
+        raw = load_json(text, path, number)
+        return parser.parse(raw, number - 1, number)
+    except DatasetError as e:
+        if text.lstrip()[:1] in ("{", "[") and (
+            raw is None or isinstance(raw, list) or columnar(raw, parser.fields)
+        ):
+            e.args = (f"{e}; {DOCUMENT_HINT}",)
+        raise
 
 
 def csv_delimiter(value: object) -> str:

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from harness.datasets.fields import ALIASES, MappedColumns, text_problem
+from harness.datasets.fields import ALIASES, LEGACY_LIST, MappedColumns, text_problem
 from harness.errors import DatasetError
 from harness.types import SAMPLE_FIELDS, RagSample
 
@@ -39,6 +39,8 @@ class RecordParser:
         cells_are_text: True for CSV, whose list cells hold JSON (or Python-literal) lists.
         mapped_by: How messages name the setting of a mapping, ``{}`` standing for the
             harness field.
+        unit: What the ``line`` given to ``parse`` counts: ``line`` (of a file), or
+            ``row`` (a record of a JSON document, 1-based).
     """
 
     def __init__(
@@ -47,9 +49,10 @@ class RecordParser:
         fields: Mapping[str, str],
         cells_are_text: bool,
         mapped_by: str = "dataset.fields.{}",
+        unit: str = "line",
     ) -> None:
         self.path, self.fields, self.cells_are_text = path, fields, cells_are_text
-        self.mapped_by = mapped_by
+        self.mapped_by, self.unit = mapped_by, unit
         self._pairs = [
             (ours, fields[ours], ALIASES.get(ours, ()) if fields[ours] == ours else ())
             for ours in SAMPLE_FIELDS
@@ -60,16 +63,14 @@ class RecordParser:
     def parse(self, raw: Any, index: int, line: int) -> RagSample:
         """Validate ``raw`` (record ``index``, 0-based; ``line``, 1-based) into a sample."""
         if not isinstance(raw, dict):
-            raise DatasetError(
-                self.path, f"expected a JSON object, got {_type_name(raw)}", line=line
-            )
+            raise self._error(f"expected a JSON object, got {_type_name(raw)}", line)
         if self.columns.unseen:
             self.columns.note(raw)
         values: dict[str, Any] = {}
         for ours, theirs, aliases in self._pairs:
             value = raw.get(theirs)
             if value is None and aliases and not raw.keys().isdisjoint(aliases):
-                value = next((raw[a] for a in aliases if raw.get(a) is not None), None)
+                value = self._alias(raw, aliases, line)
             if self.cells_are_text and value == "":
                 value = None
             if value is None:
@@ -81,8 +82,37 @@ class RecordParser:
 
     # -- values ------------------------------------------------------------------------
 
-    def _fail(self, field: str, message: str, line: int) -> DatasetError:
-        return DatasetError(self.path, message, line=line, field=self.fields[field])
+    def _error(self, message: str, line: int, column: str | None = None) -> DatasetError:
+        row = self.unit == "row"
+        return DatasetError(
+            self.path, message, field=column, line=None if row else line, row=line if row else None
+        )
+
+    def _fail(
+        self, field: str, message: str, line: int, column: str | None = None
+    ) -> DatasetError:
+        return self._error(message, line, column or self.fields[field])
+
+    def _alias(self, raw: dict[str, Any], aliases: tuple[str, ...], line: int) -> Any:
+        """The value of the first of ``aliases`` that ``raw`` has; ragas's legacy
+        ``ground_truths`` (a list of answers) gives its first, as ragas's own conversion
+        (``handle_deprecated_ground_truths``) does."""
+        for alias in aliases:
+            value = raw.get(alias)
+            if value is None:
+                continue
+            if alias != LEGACY_LIST:
+                return value
+            if self.cells_are_text and isinstance(value, str):
+                value = None if value == "" else self._cell_list("reference", value, line)
+            if not isinstance(value, list):
+                problem = f"expected a list of reference answers, got {_type_name(value)}"
+            elif value and not isinstance(value[0], str):
+                problem = f"item 0: expected a string, got {_type_name(value[0])}"
+            else:
+                return value[0] if value else None
+            raise self._fail("reference", problem, line, LEGACY_LIST)
+        return None
 
     def _check_items(self, field: str, items: tuple[str, ...], line: int) -> tuple[str, ...]:
         joined = "".join(items)
@@ -189,6 +219,8 @@ class RecordParser:
                 raise self._fail("id", problem, line)
         first = self._seen.setdefault(sample_id, line)
         if first != line:
-            raise self._fail("id", f"duplicate id {sample_id!r} (first used on line {first})", line)
+            raise self._fail(
+                "id", f"duplicate id {sample_id!r} (first used on {self.unit} {first})", line
+            )
         return sample_id
 

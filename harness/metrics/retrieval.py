@@ -21,7 +21,7 @@ scores 0.0 everywhere, as in trec_eval.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from harness.types import RagSample
@@ -186,3 +186,33 @@ def at_cutoffs(
         out[f"ndcg_at_{k}"] = dcg / idcg if idcg > 0 else 0.0
     out["mrr"] = next((1.0 / r for r, d in firsts if grades.get(d, 0) >= min_grade), 0.0)
     return out
+
+
+def above_depth(ks: Sequence[int], depth: int) -> list[int]:
+    """The cut-offs the retrieval never reached: above ``depth``, the longest retrieved list
+    of the run (``recall_at_100`` of a top-10 retrieval equals its ``recall_at_10``)."""
+    return sorted({k for k in ks if k > depth})
+
+
+def dropped_names(ks: Sequence[int], depth: int, keep: bool | Collection[str]) -> list[str]:
+    """The ``at_cutoffs`` names above ``depth`` that are not logged: all of them, but
+    ``keep`` (``True``: none)."""
+    names = [f"{m}_at_{k}" for k in above_depth(ks, depth) for m in ("recall", "ndcg")]
+    return [] if keep is True else [n for n in names if keep is False or n not in keep]
+
+
+def retrieval_summary(
+    totals: Mapping[str, float], n: int, ks: Sequence[int], depth: int,
+    keep: bool | Collection[str],
+) -> dict[str, Any]:
+    """``retrieval`` (the means over ``n`` queries of ``totals``, without ``dropped_names``,
+    and ``n_queries``) and ``retrieval_cutoffs`` (``depth``, ``above_depth``, and the names
+    above it ``dropped`` and ``logged``) of ``summary.json``."""
+    dropped = dropped_names(ks, depth, keep)
+    means: dict[str, Any] = {k: v / n for k, v in totals.items() if k not in dropped}
+    means["n_queries"] = n
+    above = above_depth(ks, depth)
+    logged = [f"{m}_at_{k}" for k in above for m in ("recall", "ndcg")
+              if f"{m}_at_{k}" not in dropped]
+    cutoffs = {"depth": depth, "above_depth": above, "dropped": dropped, "logged": logged}
+    return {"retrieval": means, "retrieval_cutoffs": cutoffs}

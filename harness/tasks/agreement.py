@@ -121,8 +121,8 @@ class JudgeAgreement:
                artifacts=[])
         if not parts.settings.quiet:
             print(f"  judge agreement over {result['pairs']} pairs: accuracy "
-                  f"{result['accuracy']:.3f}, kappa {result['cohen_kappa']:.3f}, precision "
-                  f"{result['precision']}, recall {result['recall']}")
+                  f"{_three(result['accuracy'])}, kappa {_three(result['cohen_kappa'])}, "
+                  f"precision {_three(result['precision'])}, recall {_three(result['recall'])}")
             print(f"  outputs  {job.out_dir}")
         return summary, float(result["cohen_kappa"])
 
@@ -138,3 +138,9 @@ class JudgeAgreement:
         else:
             prompt = PromptTemplate.from_file(str(Path(CONFIG_DIR) / "prompt/query_relevance.yaml"))
         return judge, prompt
+
+
+def _three(value: float | None) -> str:
+    """A rate as the console shows it: 3 decimals ("n/a" when undefined, e.g. precision
+    with no pair judged relevant); ``summary.json`` keeps full precision."""
+    return "n/a" if value is None else f"{value:.3f}"

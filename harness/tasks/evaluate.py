@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.errors import ConfigError, DatasetError, RunFailed
+from harness.errors import ConfigError, DatasetError, GateFailed, RunFailed
 from harness.evaluation import Tally, evaluate
+from harness.gates import fail_under
 from harness.job import Job, RunSettings
-from harness.outputs import finalise, partial_of, streamed
+from harness.metrics.retrieval import dropped_names
+from harness.outputs import finalise, partial_of, streamed, strip_keys
 from harness.protocols import Parts
 from harness.record import base_tags, finish, flatten, judge_tags, tracked
 from harness.report import describe_run, render_summary
@@ -60,6 +62,9 @@ class Evaluate:
             parts.tracker.abort("DELETE")
             partial.unlink(missing_ok=True)
             raise DatasetError(parts.dataset.source, "contains no records")
+        # cut-offs above the retrieval's depth leave the rows too (summary retrieval_cutoffs)
+        strip_keys(partial, dropped_names(tally.retrieval_ks, tally.retrieval_depth,
+                                          tally.beyond_depth) if tally.n_retrieval else ())
         finalise(samples_path)
 
         sha = parts.dataset.sha256()
@@ -89,6 +94,10 @@ class Evaluate:
             summary["judge"] = {**parts.metric.describe()["judge"], **stats}
             tags.update(judge_tags(summary["judge"]))
         artifacts += parts.metric.write_artifacts(job.out_dir)
+        if parts.settings.report:
+            from harness.report.write import report_of_run
+
+            artifacts += report_of_run(job.out_dir, summary, tally, artifacts)
 
         params: dict[str, str] = {}
         for group, tree in used.items():
@@ -107,16 +116,33 @@ class Evaluate:
         metrics.update({f"judge/{k}": v for k, v in stats.items()})
         metrics.update({k: v for k, v in summary.get("retrieval", {}).items() if k != "n_queries"})
         tags = {**tags, "dataset.sha256": sha, "mlflow.note.content": describe_run(summary)}
+        if "retrieval_cutoffs" in summary:
+            cut = summary["retrieval_cutoffs"]
+            metrics["retrieval_depth"] = cut["depth"]
+            for what in ("dropped", "logged"):
+                if cut[what]:  # cut-offs above the depth: not logged, or logged but flagged
+                    tags[f"retrieval.above_depth.{what}"] = ",".join(cut[what])
         failure = broken_limit(tally, job, parts, samples_path)
+        gate = fail_under(tally.mean, parts.settings.fail_under, job.out_dir)
+        if parts.settings.fail_under is not None:
+            summary["gate"] = {"fail_under": parts.settings.fail_under, "passed": gate is None}
+            tags["gate.fail_under"] = "failed" if gate else "passed"
         tracked_run = finish(parts, job, summary, rows=samples_path, params=params,
                              metrics=metrics, tags=tags, artifacts=artifacts,
                              status="FAILED" if failure else "FINISHED")
-        if not parts.settings.quiet:
+        if not parts.settings.quiet and job.multirun:  # the sweep's summary comes at the end
+            from harness.tracking.summary import job_line
+
+            print(job_line(job.job_num, job.run_name, summary, job.out_dir, tracked_run))
+        elif not parts.settings.quiet:
             print(render_summary(summary, tracked_run))
         if failure:
             raise RunFailed(failure)
         value = metrics.get(parts.settings.objective)
-        return summary, float("nan") if value is None else float(value)
+        objective = float("nan") if value is None else float(value)
+        if gate:
+            raise GateFailed(gate, objective)
+        return summary, objective
 
 
 def broken_limit(tally: Tally, job: Job, parts: Parts, rows: Path) -> str | None:
@@ -222,4 +248,7 @@ def score(
     min_grade = parts.settings.retrieval_min_grade
     if min_grade is None:
         min_grade = parts.dataset.min_grade
-    return evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade)
+    return evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade,
+                    row_text_chars=parts.settings.row_text_chars,
+                    beyond_depth=parts.settings.retrieval_beyond_depth or
+                    [parts.settings.objective])

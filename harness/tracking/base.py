@@ -39,7 +39,9 @@ class NullTracker:
         """No settings."""
         return {"backend": "none"}
 
-    def begin_sweep(self, sweep_dir: str, tags: dict[str, str]) -> None:
+    def begin_sweep(
+        self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
+    ) -> None:
         """No parent run."""
 
     def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:

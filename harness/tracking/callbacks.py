@@ -1,9 +1,11 @@
 """The Hydra callback that makes a sweep one parent run with a child run per job.
 
-``on_multirun_start`` runs once in the launching process, before jobs fan out, and asks
-the configured tracker to open the sweep (``Tracker.begin_sweep``); ``on_multirun_end``
-closes it. Hydra reports a callback's exceptions as warnings, so this is best effort: if
-it fails, jobs still log, without a parent.
+``on_multirun_start`` runs once in the launching process, before jobs fan out: it tells
+the jobs which keys are swept (their run names) and asks the configured tracker to open
+the sweep (``Tracker.begin_sweep``) with those keys as params; ``on_multirun_end`` closes
+it and prints the jobs ranked (with any tracker, ``tracking=none`` too). Hydra reports a
+callback's exceptions as warnings, so this is best effort: if it fails, jobs still log,
+without a parent.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ class SweepTracking(Callback):
         self._tracker: Tracker | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Open the sweep's parent run before any job starts."""
+        """Publish the swept keys; open the sweep's parent run before any job starts."""
+        from harness.tracking.names import publish_swept, swept_params
+
+        params = config.hydra.sweeper.get("params") or {}
+        if isinstance(params, DictConfig):
+            params = OmegaConf.to_container(params, resolve=False)
+        assert isinstance(params, dict)
+        swept = swept_params(list(config.hydra.overrides.task), params)
+        publish_swept(swept)
         if config.get("tracking") is None:
             return
         from hydra.utils import execution_whitelist, instantiate
@@ -33,9 +43,6 @@ class SweepTracking(Callback):
 
         with execution_whitelist(TRUSTED_TARGETS):
             tracker: Tracker = instantiate(config.tracking, _convert_="all")
-        params = config.hydra.sweeper.get("params") or {}
-        if isinstance(params, DictConfig):
-            params = OmegaConf.to_container(params, resolve=False)
         sweep_dir = str(config.hydra.sweep.dir)
         tags = {
             "harness.version": __version__,
@@ -46,17 +53,30 @@ class SweepTracking(Callback):
             "sweep.overrides": " ".join(config.hydra.overrides.task)[:5000],
             "sweep.params": str(params)[:5000],
         }
-        tracker.begin_sweep(sweep_dir, tags)
+        tracker.begin_sweep(sweep_dir, tags, swept)
         self._tracker = tracker
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Record the best child run on the parent and close it."""
-        if self._tracker is None:
-            return
+        """Write the sweep's report.html; record the best child run on the parent, close it;
+        print the jobs ranked by the objective."""
+        import os
         from pathlib import Path
 
         from harness.guard import failed_jobs
+        from harness.tracking.names import SWEEP_KEYS_ENV, swept_keys
 
+        if config.get("run", {}).get("report", True):
+            from harness.report.sweep import sweep_report
+
+            sweep_report(str(config.hydra.sweep.dir))
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        objective = str(config.get("run", {}).get("objective", "mean"))
+        swept = swept_keys()
+        os.environ.pop(SWEEP_KEYS_ENV, None)
         tracker, self._tracker = self._tracker, None
-        failed = len(failed_jobs(Path(str(config.hydra.sweep.dir))))
-        tracker.end_sweep(str(config.get("run", {}).get("objective", "mean")), failed)
+        if tracker is not None:
+            tracker.end_sweep(objective, len(failed_jobs(sweep_dir)))
+        if not config.get("run", {}).get("quiet", False):
+            from harness.tracking.summary import read_jobs, render
+
+            print(render(read_jobs(sweep_dir, objective), objective, sweep_dir, swept))

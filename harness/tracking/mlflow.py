@@ -170,7 +170,9 @@ class MlflowTracker:
             proc, self._proc = self._proc, None
             proc.communicate(json.dumps({"abort": status}) + "\n")
 
-    def begin_sweep(self, sweep_dir: str, tags: dict[str, str]) -> None:
+    def begin_sweep(
+        self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
+    ) -> None:
         """Create the experiment and the sweep's parent run, before the jobs start.
 
         A store that cannot be used stops the command here, with its one line and exit
@@ -181,7 +183,9 @@ class MlflowTracker:
 
         self._sweep_dir = sweep_dir
         try:
-            self._parent = open_parent(self.tracking_uri, self.experiment, sweep_dir, tags)
+            self._parent = open_parent(
+                self.tracking_uri, self.experiment, sweep_dir, tags, params or {}
+            )
         except Exception as e:  # MLflow raises many types; report them as one
             _stop(f"{failure(self.tracking_uri, e)}; no job of the sweep has run")
 

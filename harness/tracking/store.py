@@ -268,4 +268,20 @@ def close_run(uri: str, run_id: str, record: RunRecord) -> None:
         c.log_batch(run_id, metrics=metrics[i : i + 1000])
     for path in record.artifacts:
         c.log_artifact(run_id, path)
+    extras = _reader_views(c, run_id, record)
+    if extras:
+        c.log_batch(run_id, tags=[RunTag(k, v) for k, v in extras.items()])
     c.set_terminated(run_id, record.status)
+
+
+def _reader_views(c: Any, run_id: str, record: RunRecord) -> dict[str, str]:
+    """Log the per-sample table and the dataset input (best effort: the run's numbers and
+    files are logged already); return the tags that go with them."""
+    from harness.tracking.table import log_dataset, log_table
+
+    try:
+        tags = log_table(c, run_id, record.artifacts)
+        log_dataset(c, run_id, record.artifacts)
+    except Exception as e:  # MLflow raises many types; the run stands without them
+        return {"harness.eval_table": redact(f"not logged: {_first_line(e)}")}
+    return tags

@@ -7,14 +7,69 @@ workers do not inherit it).
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from harness.errors import TrackingError
 from harness.tracking.store import client, ensure_experiment
 
+T = TypeVar("T")
+#: What ranks a job: its objective value, its number of unscored samples, its job number
+#: (``None`` or NaN where unknown).
+RankFields = tuple[float | None, float | None, int | None]
+
+#: Sweeps maximise their objective (as the Optuna sweeper does, ``direction: maximize``).
+DIRECTION = "maximize"
+
 PARENT_ENV = "HARNESS_MLFLOW_PARENT_RUN_ID"
 PARENT_FILE = "mlflow_parent_run_id"
+
+
+def _known(x: float | None) -> bool:
+    return x is not None and not math.isnan(x)
+
+
+def rank_key(value: float | None, n_unscored: float | None, job_num: int | None) -> tuple[
+    bool, float, float, float
+]:
+    """Sort key, best first: the highest objective (a missing or NaN one last), then fewer
+    unscored samples, then the earlier job number. The one tie rule of the sweep's best
+    child, its console summary and ``harness.compare``."""
+    return (
+        not _known(value),
+        -value if value is not None and _known(value) else 0.0,
+        n_unscored if n_unscored is not None and _known(n_unscored) else math.inf,
+        float(job_num) if job_num is not None else math.inf,
+    )
+
+
+def ranked(items: Iterable[T], fields: Callable[[T], RankFields]) -> list[T]:
+    """``items`` best first by ``rank_key`` of ``fields(item)``."""
+    return sorted(items, key=lambda item: rank_key(*fields(item)))
+
+
+def best_job(items: Iterable[T], fields: Callable[[T], RankFields]) -> T | None:
+    """The best of ``items`` by ``rank_key`` (``None`` when none has an objective value)."""
+    order = ranked(items, fields)
+    return order[0] if order and _known(fields(order[0])[0]) else None
+
+
+def run_fields(objective: str) -> Callable[[Any], RankFields]:
+    """``fields`` of an MLflow run: ``metrics[objective]``, ``metrics["n_unscored"]`` and
+    the ``hydra.job_num`` tag."""
+
+    def fields(run: Any) -> RankFields:
+        num = run.data.tags.get("hydra.job_num", "")
+        return (
+            run.data.metrics.get(objective),
+            run.data.metrics.get("n_unscored"),
+            int(num) if num.isdigit() else None,
+        )
+
+    return fields
 
 
 def parent_run_id(sweep_dir: str | None) -> str | None:
@@ -28,13 +83,27 @@ def parent_run_id(sweep_dir: str | None) -> str | None:
     return None
 
 
-def open_parent(uri: str, experiment: str, sweep_dir: str, tags: dict[str, str]) -> str:
-    """Create the experiment (once, before parallel jobs race on it) and the parent run;
-    publish its id to the jobs."""
+def parent_name(sweep_dir: str, params: dict[str, str]) -> str:
+    """``sweep metric×top_k 07-52-08-123456``: what is swept, and when."""
+    swept = "×".join(k.rsplit(".", 1)[-1] for k in params)[:60]
+    return " ".join(p for p in ("sweep", swept, Path(sweep_dir).name) if p)
+
+
+def open_parent(
+    uri: str, experiment: str, sweep_dir: str, tags: dict[str, str], params: dict[str, str]
+) -> str:
+    """Create the experiment (once, before parallel jobs race on it) and the parent run,
+    with the swept keys and their values as its params; publish its id to the jobs."""
+    from mlflow.entities import Param
+    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
+
     experiment_id = ensure_experiment(uri, experiment)
     c = client(uri, write=True)
-    run = c.create_run(experiment_id, run_name=f"sweep {Path(sweep_dir).name}", tags=tags)
+    run = c.create_run(experiment_id, run_name=parent_name(sweep_dir, params), tags=tags)
     run_id: str = run.info.run_id
+    logged = [Param(k, v[:MAX_PARAM_VAL_LENGTH]) for k, v in params.items()]
+    if logged:
+        c.log_batch(run_id, params=logged)
     path = Path(sweep_dir) / PARENT_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,14 +129,27 @@ def close_parent(uri: str, run_id: str, objective: str, failed_jobs: int = 0) ->
             filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'",
             max_results=10000,
         )
-        scored = [r for r in children if objective in r.data.metrics]
-        c.set_tag(run_id, "sweep.jobs", str(len(children)))
-        c.set_tag(run_id, "sweep.failed_jobs", str(failed_jobs))
-        if scored:
-            best = max(scored, key=lambda r: r.data.metrics[objective])
-            c.log_metric(run_id, f"best_{objective}", best.data.metrics[objective])
-            c.set_tag(run_id, "sweep.best_run_id", best.info.run_id)
-            c.set_tag(run_id, "sweep.best_run_name", best.info.run_name or "")
+        tags = {"sweep.jobs": str(len(children)), "sweep.failed_jobs": str(failed_jobs),
+                "sweep.objective": objective, "sweep.direction": DIRECTION}
+        metrics: dict[str, float] = {}
+        best = best_job(children, run_fields(objective))
+        if best is not None:
+            # the best child's metrics, so that MLflow's list view compares sweeps
+            metrics = {**best.data.metrics, f"best_{objective}": best.data.metrics[objective]}
+            tags.update({"sweep.best_run_id": best.info.run_id,
+                         "sweep.best_run_name": best.info.run_name or "",
+                         "sweep.best_job_num": best.data.tags.get("hydra.job_num", "")})
+        _log(c, run_id, tags, metrics)
         c.set_terminated(run_id, "FAILED" if failed_jobs else "FINISHED")
     finally:
         os.environ.pop(PARENT_ENV, None)
+
+
+def _log(c: Any, run_id: str, tags: dict[str, str], metrics: dict[str, float]) -> None:
+    import time
+
+    from mlflow.entities import Metric, RunTag
+
+    now = int(time.time() * 1000)
+    c.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
+                tags=[RunTag(k, v) for k, v in tags.items()])

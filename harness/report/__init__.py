@@ -53,6 +53,18 @@ def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
             "  ".join(f"{k} {v:.4f}" for k, v in retrieval.items() if k != "n_queries")
             + f"  ({retrieval['n_queries']} queries)",
         ))
+    cut = summary.get("retrieval_cutoffs") or {}
+    if cut.get("dropped"):
+        rows.append(("cut-offs", f"{', '.join(cut['dropped'])} not logged: above the "
+                                 f"retrieval depth {cut['depth']} "
+                                 "(run.retrieval_beyond_depth=true logs them)"))
+    if cut.get("logged"):
+        rows.append(("cut-offs", f"{', '.join(cut['logged'])} above the retrieval depth "
+                                 f"{cut['depth']}: scored as if padded with non-relevant chunks"))
+    gate = summary.get("gate")
+    if gate:
+        rows.append(("gate", f"run.fail_under={gate['fail_under']}: "
+                             f"{'passed' if gate['passed'] else 'FAILED'}"))
     judge = summary.get("judge")
     if judge:
         cost = f", ~${judge['cost_usd']:.4f}" if judge.get("cost_usd") else ""
@@ -62,13 +74,7 @@ def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
         served = judge.get("served_model")
         shown = judge["model"] if not served or served == judge["model"] else (
             f"{judge['model']} (served: {served})")
-        rows.append((
-            "judge",
-            f"{shown}: {judge['requests']} requests ({judge['retries']} retried, "
-            f"{judge['parse_failures']} unusable, {judge['failures']} failed), "
-            f"{judge['prompt_tokens']:,} prompt tokens ({judge['cached_prompt_tokens']:,} cached), "
-            f"{judge['completion_tokens']:,} completion tokens{cost}",
-        ))
+        rows.append(("judge", f"{shown}: {judge_line(judge)}{cost}"))
     rate = summary["samples_per_s"]
     per_s = f" ({per_second(rate)} samples/s)" if rate else ""
     rows.append(("time", f"{summary['duration_s']:.3f} s" + per_s))
@@ -78,3 +84,20 @@ def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
         rows.append(("mlflow store", summary["tracking"]["tracking_uri"]))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def judge_line(judge: dict[str, Any]) -> str:
+    """What the judge did: requests sent and answers taken from the verdict cache (a fully
+    cached run says "15 answers from the cache", never "0 requests")."""
+    hits = judge.get("cache_hits") or 0
+    cached = f"{hits:,} answers from the cache"
+    if not judge["requests"] and hits:
+        saved = judge.get("saved_prompt_tokens", 0) + judge.get("saved_completion_tokens", 0)
+        return f"{cached}, no requests sent ({saved:,} tokens saved)"
+    return (
+        f"{judge['requests']:,} requests ({judge['retries']} retried, "
+        f"{judge['parse_failures']} unusable, {judge['failures']} failed)"
+        + (f", {cached}" if hits else "")
+        + f", {judge['prompt_tokens']:,} prompt tokens ({judge['cached_prompt_tokens']:,} "
+        f"cached), {judge['completion_tokens']:,} completion tokens"
+    )

@@ -1,0 +1,168 @@
+"""``report.html`` of one run: summary, plots and the per-sample view, in one file."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.report.templates import RUN, SCRIPT, STYLE
+
+#: The plots a run draws, in the order shown, with what each shows (the image's alt text).
+PLOTS = {
+    "score_histogram.png": "Histogram of the per-sample scores, with their mean",
+    "precision_by_rank.png": "Share of relevant chunks at each rank, and pooled precision@k",
+    "verdict_map.png": "Verdict of each ranked chunk for queries spread evenly over the run",
+}
+NO_PLOTS = (
+    "No plots: they are drawn for tracked runs (tracking=mlflow) that scored something. "
+    "`python -m harness.report {dir}` draws them for this run."
+)
+VERDICTS = {  # css class, symbol, label
+    1: ("v-rel", "✓", "relevant"),
+    0: ("v-not", "✗", "not relevant"),
+    None: ("v-none", "–", "no verdict"),
+}
+
+
+def render(template: str, **context: Any) -> str:
+    """``template`` rendered with autoescaping on (every value a run holds is untrusted)."""
+    from jinja2 import Environment, StrictUndefined
+
+    env = Environment(autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
+    return env.from_string(template).render(style=STYLE, script=SCRIPT, **context)
+
+
+def data_uri(path: Path) -> str:
+    """A PNG as a ``data:`` URI (the report needs no other file)."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def run_html(
+    summary: dict[str, Any], rows: list[tuple[int, dict[str, Any]]], plots: Iterable[Path]
+) -> str:
+    """The report of one run: ``rows`` are ``(position, samples.jsonl row)`` pairs."""
+    by_name = {p.name: p for p in plots}
+    shown = [(name, alt, data_uri(by_name[name])) for name, alt in PLOTS.items() if name in by_name]
+    n = summary["n_samples"]
+    note = (f"All {n:,} samples." if len(rows) == n else
+            f"{len(rows):,} of {n:,} samples: evenly spaced over the run, with up to 200 of "
+            f"its unscored ones; samples.jsonl has them all.")
+    options = summary.get("options", {})
+    return render(
+        RUN,
+        title=f"{summary['metric']} on {options.get('dataset', '?')}",
+        subtitle=(f"harness {summary.get('harness_version', '?')} · {summary.get('output_dir')}"
+                  f" · report written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"),
+        facts=facts(summary),
+        plots=shown,
+        no_plots=NO_PLOTS.format(dir=summary.get("output_dir", "RUN_DIR")),
+        rows_note=note,
+        rows=[sample_view(position, row) for position, row in rows],
+    )
+
+
+def _number(value: Any, digits: int = 4) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "n/a"
+    return f"{value:,}" if isinstance(value, int) else f"{value:.{digits}f}"
+
+
+def facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The summary table: what ran, on what, and the headline numbers."""
+    mean = summary.get("mean")
+    dataset = summary.get("dataset", {})
+    options = summary.get("options", {})
+    out = [
+        ("metric", str(summary["metric"])),
+        ("dataset", f"{options.get('dataset', '?')} ({dataset.get('path')})"),
+        ("mean", "n/a (nothing scored)" if mean is None else _number(mean)),
+        ("scored", f"{summary['n_scored']:,} of {summary['n_samples']:,}"),
+    ]
+    for reason, count in summary.get("unscored_reasons", {}).items():
+        out.append(("unscored", f"{count:,} × {reason}"))
+    if summary.get("success_rate") is not None:
+        out.append(("success rate", f"{summary['success_rate']:.1%}"))
+    retrieval = summary.get("retrieval") or {}
+    if retrieval:
+        out.append(("retrieval", "  ".join(
+            f"{k} {_number(v)}" for k, v in retrieval.items() if k != "n_queries"
+        ) + f"  ({retrieval.get('n_queries', 0):,} queries)"))
+    judge = summary.get("judge")
+    if judge:
+        out.append(("judge", f"{judge.get('model')} ({judge.get('requests', 0):,} requests)"))
+    if "prompt" in summary:
+        out.append(("prompt", str(summary["prompt"].get("version"))))
+    out.append(("options", " ".join(f"{k}={v}" for k, v in options.items())))
+    out.append(("dataset sha256", str(dataset.get("sha256"))))
+    out.append(("time", f"{summary.get('duration_s', 0):.3f} s"))
+    return out
+
+
+def _verdict(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float) and math.isfinite(value):
+        return 1 if value >= 0.5 else 0
+    return None
+
+
+def chunks_of(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row's ranked chunks: its ``chunks``, or for rows written before they existed, its
+    parallel lists (``verdicts``, ``reasons``, ``similarities``, ``retrieved_context_ids``)."""
+    if isinstance(row.get("chunks"), list):
+        return [c for c in row["chunks"] if isinstance(c, dict)]
+    columns = {"verdict": row.get("verdicts"), "reason": row.get("reasons"),
+               "similarity": row.get("similarities"), "relevance": row.get("relevance"),
+               "id": row.get("retrieved_context_ids")}
+    lists = {k: v for k, v in columns.items() if isinstance(v, list)}
+    n = max((len(v) for v in lists.values()), default=0)
+    return [{k: v[i] for k, v in lists.items() if i < len(v)} for i in range(n)]
+
+
+def sample_view(position: int, row: dict[str, Any]) -> dict[str, Any]:
+    """What the template shows of one row."""
+    scored = row.get("score") is not None
+    chunks = []
+    for chunk in chunks_of(row):
+        verdict = _verdict(chunk.get("verdict")) if scored else None
+        css, icon, label = VERDICTS[verdict]
+        numbers = [(k, _number(chunk[k], 3)) for k in ("relevance", "similarity") if k in chunk]
+        reason = chunk.get("reason")
+        chunks.append({
+            "css": css, "icon": icon, "label": label, "extra": numbers,
+            "id": None if chunk.get("id") is None else str(chunk["id"]),
+            "text": None if chunk.get("text") is None else str(chunk["text"]),
+            "reason": None if reason is None else str(reason),
+        })
+    verdicts = [c["label"] for c in chunks]
+    extra: list[tuple[str, str]] = []
+    if row.get("success") is not None:
+        extra.append(("success", "yes" if row["success"] else "no"))
+    return {
+        "id": str(row.get("id")),
+        "position": position + 1,
+        "status": "scored" if scored else "unscored",
+        "score": _number(row.get("score")),
+        "question": None if row.get("question") is None else str(row["question"]),
+        "error": None if scored or row.get("error") is None else str(row["error"]),
+        "reason": None if row.get("reason") is None else str(row["reason"]),
+        "relevant": str(verdicts.count("relevant")) if scored else "",
+        "missed": "1" if "not relevant" in verdicts else "0",
+        "extra": extra,
+        "chunks": chunks,
+    }
+
+
+def read_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a ``samples.jsonl`` (blank lines skipped)."""
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)

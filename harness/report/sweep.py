@@ -1,0 +1,179 @@
+"""``report.html`` of a sweep: its jobs ranked by the objective, and the objective plotted
+against each setting the sweep varied."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.report.html import render
+from harness.report.templates import SWEEP
+from harness.report.write import REPORT, write_html
+
+#: Overrides that never change a score: not shown as settings.
+QUIET_KEYS = ("run.progress", "run.quiet", "tracking", "experiment", "experiment_name")
+
+
+@dataclass
+class SweepJob:
+    """One job folder of a sweep."""
+
+    name: str
+    summary: dict[str, Any]
+    params: dict[str, str] = field(default_factory=dict)
+    report: str | None = None
+
+    def value(self, objective: str) -> float | None:
+        """The job's value of ``objective`` (``mean``, a retrieval metric or a summary key)."""
+        where = {**self.summary, **(self.summary.get("retrieval") or {})}
+        value = where.get(objective)
+        return float(value) if isinstance(value, int | float) else None
+
+    def rank_fields(self, objective: str) -> tuple[float | None, float | None, int | None]:
+        """What ranks it (``harness.tracking.sweep.rank_key``)."""
+        num = int(self.name) if self.name.isdigit() else None
+        return self.value(objective), float(self.summary.get("n_unscored", 0)), num
+
+
+def _overrides(job_dir: Path) -> dict[str, str]:
+    path = job_dir / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return {}
+    import yaml
+
+    items = yaml.safe_load(path.read_text("utf-8")) or []
+    pairs = (str(item).partition("=") for item in items)
+    return {k.lstrip("+~"): v for k, _, v in pairs if k.lstrip("+~") not in QUIET_KEYS}
+
+
+def load_jobs(sweep_dir: Path) -> list[SweepJob]:
+    """Every finished job of ``sweep_dir`` (sub-folders holding a ``summary.json``)."""
+    jobs = []
+    for path in sorted(sweep_dir.glob("*/summary.json"), key=lambda p: _order(p.parent.name)):
+        try:
+            summary = json.loads(path.read_text("utf-8"))
+        except ValueError as e:
+            raise ConfigError(f"{path} is not valid JSON ({e})") from None
+        report = path.parent / REPORT
+        jobs.append(SweepJob(path.parent.name, summary, _overrides(path.parent),
+                             f"{path.parent.name}/{REPORT}" if report.is_file() else None))
+    return jobs
+
+
+def _order(name: str) -> tuple[int, str]:
+    return (int(name), "") if name.isdigit() else (1 << 62, name)
+
+
+def varied(jobs: list[SweepJob]) -> list[str]:
+    """The settings whose value differs between jobs, in override order."""
+    keys: dict[str, set[str]] = {}
+    for job in jobs:
+        for k, v in job.params.items():
+            keys.setdefault(k, set()).add(v)
+    return [k for k, values in keys.items() if len(values) > 1 or len(jobs) == 1]
+
+
+def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
+    """Write ``sweep_dir/report.html`` (or ``out``) from the sweep's job folders."""
+    from harness.guard import failed_jobs
+    from harness.tracking.sweep import ranked
+
+    jobs = load_jobs(sweep_dir)
+    if not jobs:
+        raise ConfigError(f"{sweep_dir} holds no job folder with a summary.json: is it a "
+                          "sweep's folder (multirun/DATE/TIME)?")
+    objective = str((jobs[0].summary.get("config") or {}).get("run", {}).get("objective", "mean"))
+    params = varied(jobs)
+    order = ranked(jobs, lambda j: j.rank_fields(objective))
+    failed = failed_jobs(sweep_dir)
+
+    def fmt(x: Any) -> str:
+        return "n/a" if not isinstance(x, int | float) or not math.isfinite(x) else f"{x:.4f}"
+
+    rows = [{
+        "name": j.name, "params": j.params, "objective": fmt(j.value(objective)),
+        "mean": fmt(j.summary.get("mean")), "n_scored": f"{j.summary.get('n_scored', 0):,}",
+        "n_unscored": f"{j.summary.get('n_unscored', 0):,}", "report": j.report,
+    } for j in order]
+    html = render(
+        SWEEP,
+        title=f"Sweep: {len(jobs)} jobs ranked by {objective}",
+        subtitle=(f"{sweep_dir} · ties: fewer unscored samples, then the earlier job · report "
+                  f"written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"),
+        params=params, objective=objective, jobs=rows,
+        failed=(f"{len(failed)} job(s) failed and are not ranked: "
+                + ", ".join(p.name for p in failed)) if failed else "",
+        plots=[p for p in (_plot(jobs, k, objective) for k in params) if p is not None],
+        no_plots="No setting varied with a numeric objective to plot.",
+    )
+    return write_html(out or sweep_dir / REPORT, html)
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _plot(jobs: list[SweepJob], key: str, objective: str) -> tuple[str, str, str] | None:
+    """``(name, alt text, data URI)`` of the objective against setting ``key``."""
+    points: list[tuple[str, float]] = []
+    for job in jobs:
+        y = job.value(objective)
+        if y is not None and math.isfinite(y):
+            points.append((job.params.get(key, ""), y))
+    if not points:
+        return None
+    import base64
+    import logging
+
+    # its font cache is built on first use, announced at INFO: not the user's concern
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from harness.plots import BLUE, ORANGE
+
+    numeric = all(_number(x) is not None for x, _ in points)
+    labels = sorted({x for x, _ in points}, key=lambda x: _number(x) or 0.0) if numeric else (
+        list(dict.fromkeys(x for x, _ in points)))
+    position = {x: float(_number(x) or 0.0) if numeric else float(i) for i, x in enumerate(labels)}
+    best = {x: max(y for v, y in points if v == x) for x in labels}
+    fig = Figure(figsize=(5.5, 3.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.scatter([position[x] for x, _ in points], [y for _, y in points], color=BLUE,
+               label=f"a job ({len(points)})", zorder=3)
+    ax.plot([position[x] for x in labels], [best[x] for x in labels], color=ORANGE,
+            linestyle="--" if numeric else "none", marker="s", markerfacecolor="none",
+            markersize=11, label="best at each value")
+    if not numeric or len(labels) <= 12:
+        ax.set_xticks([position[x] for x in labels], labels, rotation=0 if numeric else 30)
+    ax.set(xlabel=key, ylabel=objective, title=f"{objective} by {key}")
+    ax.legend(frameon=False)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f"{key}.png", f"{objective} of each job against {key}", uri
+
+
+def sweep_report(sweep_dir: str) -> Path | None:
+    """``write_sweep_report`` at the end of a sweep: a sweep whose jobs all failed has none,
+    and a report that cannot be written is a warning, not a failed sweep."""
+    import sys
+
+    from harness.errors import HarnessError
+
+    try:
+        return write_sweep_report(Path(sweep_dir))
+    except (HarnessError, OSError) as e:
+        print(f"warning: the sweep's report.html was not written: {e}", file=sys.stderr)
+        return None

@@ -1,0 +1,119 @@
+"""A sweep's console summary: its jobs ranked by the objective, and the best one, printed
+once after all jobs (read from the jobs' folders, so it needs no tracker)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.cli_secrets import reveal
+from harness.redact import redact
+from harness.tracking.sweep import parent_run_id, rank_key
+from harness.types import TrackedRun
+
+
+@dataclass
+class JobResult:
+    """One job of a sweep, as its folder tells it."""
+
+    num: int | None
+    overrides: list[str]
+    folder: Path
+    value: float | None = None
+    n_unscored: float | None = None
+    error: str | None = None
+
+
+def objective_value(summary: dict[str, Any], objective: str) -> float | None:
+    """The logged metric ``objective`` from a ``summary.json`` (``mean``, ``ndcg_at_10``,
+    ``judge/requests``, …), or ``None``."""
+    places = [summary, summary.get("retrieval") or {}]
+    name = objective
+    if objective.startswith("judge/"):
+        places, name = [summary.get("judge") or {}], objective.removeprefix("judge/")
+    for place in places:
+        value = place.get(name) if isinstance(place, dict) else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _load_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text("utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def read_jobs(sweep_dir: Path, objective: str) -> list[JobResult]:
+    """Every job folder under ``sweep_dir`` (those with Hydra's ``.hydra/overrides.yaml``)."""
+    from harness.guard import FAILED
+
+    jobs = []
+    for overrides_file in sorted(sweep_dir.glob("**/.hydra/overrides.yaml")):
+        folder = overrides_file.parent.parent
+        overrides = _load_yaml(overrides_file)
+        hydra = _load_yaml(folder / ".hydra" / "hydra.yaml") or {}
+        num = (hydra.get("hydra") or {}).get("job", {}).get("num")
+        job = JobResult(int(num) if isinstance(num, int) else None,
+                        [str(o) for o in overrides or []], folder)
+        try:
+            summary = json.loads((folder / "summary.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            error = folder / FAILED
+            job.error = error.read_text("utf-8").strip() if error.is_file() else "no summary.json"
+        else:
+            job.value = objective_value(summary, objective)
+            unscored = summary.get("n_unscored")
+            job.n_unscored = float(unscored) if isinstance(unscored, int | float) else None
+        jobs.append(job)
+    jobs.sort(key=lambda j: rank_key(j.value, j.n_unscored, j.num))
+    return jobs
+
+
+def _shown(job: JobResult, swept: list[str] | None) -> str:
+    keep = [o for o in job.overrides
+            if not swept or o.partition("=")[0].lstrip("+~") in swept]
+    return reveal(redact(" ".join(keep))) or "(no overrides)"
+
+
+def render(jobs: list[JobResult], objective: str, sweep_dir: Path,
+           swept: list[str] | None = None) -> str:
+    """The ranked table and the best job, as printed at the end of ``python -m harness -m``."""
+    scored = [j for j in jobs if j.value is not None and not math.isnan(j.value)]
+    lines = [f"sweep         {len(jobs)} job(s) in {sweep_dir}, ranked by {objective} "
+             "(highest first; ties: fewer unscored, then the earlier job)",
+             f"  {'rank':>4}  {objective:>10}  {'unscored':>8}  {'job':>4}  overrides"]
+    for rank, job in enumerate(jobs, 1):
+        if job.value is not None and not math.isnan(job.value):
+            value, place = f"{job.value:.4f}", str(rank)
+        else:
+            value, place = ("failed" if job.error else "n/a"), "-"
+        unscored = "" if job.n_unscored is None else f"{job.n_unscored:g}"
+        num = "" if job.num is None else str(job.num)
+        lines.append(f"  {place:>4}  {value:>10}  {unscored:>8}  {num:>4}  {_shown(job, swept)}")
+    if scored:
+        best = scored[0]
+        lines.append(f"best          job {best.num}: {_shown(best, swept)} "
+                     f"({objective} {best.value:.4f}), outputs in {best.folder}")
+    else:
+        lines.append(f"best          none: no job has a value of {objective}")
+    parent = parent_run_id(str(sweep_dir))
+    if parent:
+        lines.append(f"mlflow parent {parent}")
+    return "\n".join(lines)
+
+
+def job_line(num: int | None, name: str, summary: dict[str, Any], out_dir: Path,
+             tracked: TrackedRun | None = None) -> str:
+    """A sweep job's one-line summary (parallel jobs' full summaries would interleave)."""
+    mean = summary.get("mean")
+    shown = "n/a" if mean is None else f"{mean:.4f}"
+    run = f", mlflow run {tracked.run_id}" if tracked is not None else ""
+    return (f"job {num} {name}: mean {shown}, {summary.get('n_scored')} / "
+            f"{summary.get('n_samples')} scored, outputs in {out_dir}{run}")
