@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench_judge import make_samples, start_server
-from common import REPO, machine, markdown_table, write_results
+from common import REPO, forget_pacing, machine, markdown_table, write_results
 
 sys.path.insert(0, str(REPO))
 
@@ -107,6 +107,9 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warm", action="store_true",
+                        help="keep the limit adaptive pacing learned between runs (as sweep "
+                        "jobs in one process do); default: every run starts cold")
     parser.add_argument("--pacing", default="adaptive", choices=("adaptive", "fixed"),
                         help="judge.pacing of every run (default: adaptive, the presets')")
     args = parser.parse_args()
@@ -123,11 +126,17 @@ def main() -> None:
         try:
             for r in range(args.rounds):  # interleaved: API, then direct, per variant
                 for kind, metric in variants.items():
+                    if not args.warm:
+                        forget_pacing()
                     api = run_api(base_url, rows, metric, args.concurrency, args.pacing)
+                    if not args.warm:
+                        forget_pacing()
                     direct = run_direct(base_url, samples, metric, args.concurrency, args.pacing)
                     assert api["scores"] == direct["scores"], kind
                     runs.setdefault(f"api_{kind}", []).append(api)
                     runs.setdefault(f"direct_{kind}", []).append(direct)
+                if not args.warm:
+                    forget_pacing()
                 cached = run_api(base_url, rows, "llm_with_reference", args.concurrency,
                                  args.pacing, Path(tmp) / f"verdicts-{r}.sqlite")
                 runs.setdefault("api_pointwise_cache_on", []).append(cached)
@@ -139,6 +148,7 @@ def main() -> None:
         "benchmark": "bench_api", "machine": machine(), "n_samples": n, "chunks": 5,
         "latency_ms": args.latency_ms, "server_concurrency": args.concurrency,
         "pacing": args.pacing, "statistic": f"best of {args.rounds} rounds",
+        "pacing_memory": "warm" if args.warm else "cold",
         "id_based_200": id_based, "runs": {},
     }
     rows_out = []

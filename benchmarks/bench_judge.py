@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import PYTHON, REPO, machine, markdown_table, write_results
+from common import PYTHON, REPO, forget_pacing, machine, markdown_table, write_results
 
 sys.path.insert(0, str(REPO))
 
@@ -133,6 +133,9 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warm", action="store_true",
+                        help="keep the limit adaptive pacing learned between runs (as sweep "
+                        "jobs in one process do); default: every run starts cold")
     args = parser.parse_args()
     n = 40 if args.small else 200
     samples, labels = make_samples(n, 5)
@@ -145,9 +148,13 @@ def main() -> None:
                                                       "plain_sdk_pointwise": [],
                                                       "ours_listwise_with_reason": []}
             for _ in range(args.rounds):
+                if not args.warm:
+                    forget_pacing()
                 runs["ours_pointwise"].append(
                     run_ours(base_url, samples, "llm_with_reference", args.concurrency))
                 runs["plain_sdk_pointwise"].append(run_plain(base_url, samples, args.concurrency))
+                if not args.warm:
+                    forget_pacing()
                 runs["ours_listwise_with_reason"].append(
                     run_ours(base_url, samples, "contextual_precision", args.concurrency))
         finally:
@@ -156,7 +163,8 @@ def main() -> None:
     rows, result = [], {"benchmark": "bench_judge", "machine": machine(), "n_samples": n,
                         "chunks": 5, "latency_ms": args.latency_ms,
                         "server_concurrency": args.concurrency,
-                        "statistic": f"best of {args.rounds} rounds", "runs": {}}
+                        "statistic": f"best of {args.rounds} rounds",
+                        "pacing_memory": "warm" if args.warm else "cold", "runs": {}}
     for name, rs in runs.items():
         best = min(rs, key=lambda r: r["wall_s"])
         calls = best["calls"]

@@ -33,7 +33,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PYTHON, REPO, child_env, machine, markdown_table, write_results  # noqa: E402
 
-REAL = REPO.parent / "shared" / "real_judge"
 VARIANTS = ("llm_with_reference", "llm_without_reference", "contextual_precision")
 PROMPTS = ("query_relevance", "llm_without_reference")
 
@@ -107,9 +106,10 @@ def run_cli(args: list[str], tmp: Path, tag: str, timeout: float) -> dict[str, A
         f"judge.cache_path={tmp / (tag + '.sqlite')}",
     ]
     start = time.perf_counter()
-    proc = subprocess.run(
-        argv, cwd=tmp, env=child_env(), capture_output=True, text=True, timeout=timeout
-    )
+    env = child_env()
+    env.setdefault("HARNESS_SHARED_DATA", str(REPO.parent / "shared" / "data"))
+    proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True,
+                          timeout=timeout)
     wall = time.perf_counter() - start
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
@@ -162,18 +162,23 @@ def bench_server(server: Server, tmp: Path, args: argparse.Namespace) -> list[di
     for c in hand:
         run(f"fixed-c{c}", ["metric=llm_with_reference", f"run.limit={args.hand_limit}",
                             "judge.pacing=fixed", f"judge.max_concurrency={c}"])
-    run("adaptive-hand-subset", ["metric=llm_with_reference", f"run.limit={args.hand_limit}"])
-    for variant in args.variants.split(","):
+    if hand:
+        run("adaptive-hand-subset",
+            ["metric=llm_with_reference", f"run.limit={args.hand_limit}"])
+    for variant in filter(None, args.variants.split(",")):
         run(variant, [f"metric={variant}"] + ([f"run.limit={args.limit}"] if args.limit else []))
     if server.kind == "llama_server" and args.pairs:
         for dataset in ("trec_dl19", "dbpedia_entity"):
-            for prompt in PROMPTS:
-                row = run(f"agreement-{dataset}-{prompt}", [
-                    "task=judge_agreement", f"dataset={dataset}", f"prompt={prompt}",
+            for prompt in args.prompts.split(","):
+                name = Path(prompt).stem
+                choice = ([f"prompt={prompt}"] if name == prompt
+                          else ["prompt=file", f"prompt.path={Path(prompt).resolve()}"])
+                row = run(f"agreement-{dataset}-{name}", [
+                    "task=judge_agreement", f"dataset={dataset}", *choice,
                     f"run.limit={args.pairs}",
                 ])
                 summary = json.loads(
-                    (tmp / f"{server.kind}-agreement-{dataset}-{prompt}" / "summary.json")
+                    (tmp / f"{server.kind}-agreement-{dataset}-{name}" / "summary.json")
                     .read_text()
                 ) if row["rc"] == 0 else {}
                 for key in ("cohen_kappa", "accuracy", "pairs", "unjudged_pairs"):
@@ -193,6 +198,8 @@ def main() -> None:
     p.add_argument("--hand", default="1,2,4,8", help="fixed concurrencies tried by hand")
     p.add_argument("--hand-limit", type=int, default=8)
     p.add_argument("--pairs", type=int, default=6, help="queries per agreement run (0: skip)")
+    p.add_argument("--prompts", default=",".join(PROMPTS),
+                   help="pointwise prompts for the agreement runs (names or prompt files)")
     args = p.parse_args()
 
     rows: list[dict[str, Any]] = []

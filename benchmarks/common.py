@@ -25,6 +25,14 @@ RAGAS_NON_LLM_S_PER_1000 = 1.2
 RAGAS_ID_BASED_S_PER_1000 = 0.4
 
 
+def forget_pacing() -> None:
+    """Start the next judge cold: adaptive pacing remembers each endpoint's limit per process
+    (``harness.judges.pacing``), which a one-off CLI run never has."""
+    from harness.judges import pacing
+
+    pacing._LEARNED.clear()
+
+
 def child_env() -> dict[str, str]:
     """The environment for CLI subprocesses: ours, without ``MLFLOW_TRACKING_URI``."""
     env = dict(os.environ)

@@ -57,6 +57,9 @@ def test_a_run_logs_its_table_dataset_and_a_short_name(
     assert sha in given.dataset.profile and str(SAMPLE) in given.dataset.source
     assert given.dataset.source_type == "local"
     assert {t.key: t.value for t in given.tags} == {"mlflow.data.context": "evaluation"}
+    # the UI opens the experiment on its runs table, not MLflow 3's GenAI overview
+    experiment = client.get_experiment(run.info.experiment_id)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
 
 
 def test_a_sweep_parent_has_the_swept_params_and_the_best_childs_metrics(

@@ -24,7 +24,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                   "max_concurrency": 16, "timeout": 300.0},
     "llama_cpp_python": {"base_url": "http://127.0.0.1:8000/v1",
                          "output_mode": "json_object_schema",
-                         "max_concurrency": 2, "timeout": 300.0},
+                         "max_concurrency": 1, "timeout": 300.0},
     "ollama": {"base_url": "http://127.0.0.1:11434/v1", "output_mode": "json_schema",
                "max_concurrency": 8, "timeout": 300.0},
     "vllm": {"base_url": "http://127.0.0.1:8000/v1", "output_mode": "json_schema",

@@ -62,8 +62,12 @@ def client(uri: str, *, write: bool = False) -> Any:
     if uri not in _CLIENTS or (write and uri not in _WRITABLE):
         with _store_lock(uri, write):
             if uri not in _CLIENTS:
+                import logging
+
                 from mlflow.tracking import MlflowClient
 
+                # "Creating initial MLflow database tables..." is MLflow's business
+                logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
                 c = MlflowClient(tracking_uri=uri)
                 c.search_experiments(max_results=1)  # forces the schema check or creation
                 _CLIENTS[uri] = c
@@ -225,6 +229,10 @@ def _first_line(error: BaseException) -> str:
     return text if len(text) <= 300 else text[:300] + "…"
 
 
+#: The experiment tag that picks the MLflow UI's layout.
+EXPERIMENT_KIND = "mlflow.experimentKind"
+
+
 def ensure_experiment(uri: str, name: str) -> str:
     """Return the id of experiment ``name``, creating it if needed (race-safe)."""
     from mlflow.exceptions import MlflowException
@@ -234,7 +242,9 @@ def ensure_experiment(uri: str, name: str) -> str:
     if exp is not None:
         return str(exp.experiment_id)
     try:
-        return str(c.create_experiment(name))
+        # MLflow 3's UI opens an experiment of unknown kind on its GenAI overview; these are
+        # evaluation runs to compare in the runs table
+        return str(c.create_experiment(name, tags={EXPERIMENT_KIND: "custom_model_development"}))
     except MlflowException:
         exp = c.get_experiment_by_name(name)  # another process created it meanwhile
         if exp is None:
