@@ -14,7 +14,6 @@ calls cannot finish faster than ``N * latency / concurrency``. The verdict cache
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench_judge import make_samples, start_server
-from common import REPO, forget_pacing, machine, markdown_table, write_results
+from common import REPO, forget_pacing, judge_bench_parser, machine, markdown_table, write_results
 
 sys.path.insert(0, str(REPO))
 
@@ -102,14 +101,7 @@ def run_direct(base_url: str, samples: list[Any], metric_name: str, concurrency:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", action="store_true")
-    parser.add_argument("--latency-ms", type=float, default=200.0)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warm", action="store_true",
-                        help="keep the limit adaptive pacing learned between runs (as sweep "
-                        "jobs in one process do); default: every run starts cold")
+    parser = judge_bench_parser(__doc__ or "")
     parser.add_argument("--pacing", default="adaptive", choices=("adaptive", "fixed"),
                         help="judge.pacing of every run (default: adaptive, the presets')")
     args = parser.parse_args()

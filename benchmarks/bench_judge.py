@@ -12,7 +12,6 @@ The test judge runs in its own process, answers after ``--latency-ms`` and serve
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import subprocess
@@ -22,7 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import PYTHON, REPO, forget_pacing, machine, markdown_table, write_results
+from common import (
+    PYTHON,
+    REPO,
+    forget_pacing,
+    judge_bench_parser,
+    machine,
+    markdown_table,
+    write_results,
+)
 
 sys.path.insert(0, str(REPO))
 
@@ -128,14 +135,7 @@ def run_plain(base_url: str, samples: list[Any], concurrency: int) -> dict[str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", action="store_true")
-    parser.add_argument("--latency-ms", type=float, default=200.0)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warm", action="store_true",
-                        help="keep the limit adaptive pacing learned between runs (as sweep "
-                        "jobs in one process do); default: every run starts cold")
+    parser = judge_bench_parser(__doc__ or "")
     args = parser.parse_args()
     n = 40 if args.small else 200
     samples, labels = make_samples(n, 5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
@@ -23,6 +24,19 @@ PYTHON = str(_VENV_PYTHON) if _VENV_PYTHON.exists() else sys.executable
 #: Quoted (not measured here; ragas is not installed) reference figures.
 RAGAS_NON_LLM_S_PER_1000 = 1.2
 RAGAS_ID_BASED_S_PER_1000 = 0.4
+
+
+def judge_bench_parser(doc: str) -> argparse.ArgumentParser:
+    """The options the judge benchmarks share (the fixture judge, rounds, pacing memory)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--small", action="store_true")
+    parser.add_argument("--latency-ms", type=float, default=200.0)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warm", action="store_true",
+                        help="keep the limit adaptive pacing learned between runs (as sweep "
+                        "jobs in one process do); default: every run starts cold")
+    return parser
 
 
 def forget_pacing() -> None:

@@ -74,14 +74,16 @@ SCRIPT = """
 })();
 """
 
-RUN = """<!DOCTYPE html>
+_HEAD = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }}</title><style>{{ style|safe }}</style></head>
 <body>
 <h1>{{ title }}</h1>
 <p class="muted">{{ subtitle }}</p>
-<h2 id="summary">Summary</h2>
+"""
+
+RUN = _HEAD + """<h2 id="summary">Summary</h2>
 <table class="summary">
 {% for key, value in facts %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>
 {% endfor %}</table>
@@ -134,14 +136,7 @@ RUN = """<!DOCTYPE html>
 </body></html>
 """
 
-SWEEP = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{ title }}</title><style>{{ style|safe }}</style></head>
-<body>
-<h1>{{ title }}</h1>
-<p class="muted">{{ subtitle }}</p>
-<h2 id="ranked">Jobs, best first</h2>
+SWEEP = _HEAD + """<h2 id="ranked">Jobs, best first</h2>
 <table class="ranked">
 <thead><tr><th class="num">rank</th><th>job</th>{% for p in params %}<th>{{ p }}</th>{% endfor %}
 <th class="num">{{ objective }}</th>{% if objective != 'mean' %}<th class="num">mean</th>{% endif %}
