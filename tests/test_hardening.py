@@ -35,8 +35,11 @@ def test_faults_cost_one_extra_request_each_and_change_no_score(
     judge_server: JudgeServer, mode: str
 ) -> None:
     samples, expected = dataset(judge_server)
+    # pacing=fixed: faults drawn at random, not from load, would make adaptive pacing back
+    # off to a few requests in flight (as it should for a server answering 10 % 429s), which
+    # only slows a test of the accounting (tests/test_pacing.py covers the back-off)
     judge_cfg: dict[str, Any] = {"cache": False, "timeout": 1.0, "max_retries": 10,
-                                 "parse_retries": 5, "max_concurrency": 32}
+                                 "parse_retries": 5, "max_concurrency": 32, "pacing": "fixed"}
 
     def build() -> JudgedMetric:
         if mode == "pointwise":
