@@ -114,7 +114,9 @@ def start_cli(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[str]:
     """Start ``python -m harness ARGS`` (outputs in ``fresh_out(cwd)``), stdout and stderr
-    piped."""
+    piped, as a foreground command would be: with Ctrl-C's SIGINT not ignored even when the
+    tests themselves run in the background (a shell starts ``cmd &`` with SIGINT ignored, and
+    children inherit that)."""
     return subprocess.Popen(
         [sys.executable, "-m", "harness", *cli_args(args, fresh_out(cwd))],
         cwd=cwd,
@@ -122,7 +124,12 @@ def start_cli(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_cli(
