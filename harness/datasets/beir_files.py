@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.datasets.fields import text_problem
-from harness.datasets.reading import decode_line, file_kind, read_lines, stat_file
+from harness.datasets.reading import decode_line, file_kind, load_json, read_lines, stat_file
 from harness.errors import DatasetError
 from harness.types import Document
 
@@ -173,15 +173,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, text in decoded_lines(path):
         if not text.strip():
             continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise DatasetError(
-                str(path), f"not valid JSON ({e.msg} at column {e.colno})", line=number
-            ) from None
-        except (ValueError, RecursionError) as e:  # a 5,000-digit number, deep nesting
-            what = "nested too deeply" if isinstance(e, RecursionError) else str(e)
-            raise DatasetError(str(path), f"not valid JSON ({what})", line=number) from None
+        record = load_json(text, path, number)
         if not isinstance(record, dict):
             raise DatasetError(
                 str(path), f"expected a JSON object, got {type(record).__name__}", line=number

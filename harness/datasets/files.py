@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ from harness.datasets.reading import (
     count_lines,
     decode_line,
     file_sha256,
+    load_json,
     open_regular,
     read_lines,
     setting_path,
@@ -139,21 +139,6 @@ class JsonlDataset(FileDataset):
                 yield parser.parse(load_json(text, self.path, number), number - 1, number)
             count += 1
         parser.columns.finish()
-
-
-def load_json(text: str, path: Path, line: int = 1, document: bool = False) -> Any:
-    """``text`` parsed: line ``line`` of ``path``, or a whole ``document``; a one-line
-    ``DatasetError`` at the line where it is not valid JSON."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        at = e.lineno if document else line
-        raise DatasetError(
-            str(path), f"not valid JSON ({e.msg} at column {e.colno})", line=at
-        ) from None
-    except (ValueError, RecursionError) as e:  # a 5,000-digit number, deep nesting
-        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
-        raise DatasetError(str(path), f"not valid JSON ({why})", line=line) from None
 
 
 def first_record(parser: RecordParser, text: str, path: Path, number: int) -> RagSample:

@@ -8,11 +8,12 @@ the file, and the line where it is known.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from harness.datasets.fields import text_problem
 from harness.errors import ConfigError, DatasetError
@@ -205,3 +206,18 @@ def decode_line(raw: bytes, path: str | os.PathLike[str], number: int) -> str:
             line=number,
         ) from None
     return text[1:] if number == 1 and text.startswith("\ufeff") else text
+
+
+def load_json(text: str, path: Path, line: int = 1, document: bool = False) -> Any:
+    """``text`` parsed: line ``line`` of ``path``, or a whole ``document``; a one-line
+    ``DatasetError`` at the line where it is not valid JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        at = e.lineno if document else line
+        raise DatasetError(
+            str(path), f"not valid JSON ({e.msg} at column {e.colno})", line=at
+        ) from None
+    except (ValueError, RecursionError) as e:  # a 5,000-digit number, deep nesting
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise DatasetError(str(path), f"not valid JSON ({why})", line=line) from None
