@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from harness.text import clip
+
 
 class HarnessError(Exception):
     """Root of all errors the harness reports as one line, without a traceback."""
@@ -101,7 +103,7 @@ def headline(message: str) -> str:
         if not _is_heading(out):
             break
         out = f"{out.rstrip(':')}: {_pydantic_item(line)}"
-    return out if len(out) <= HEADLINE_CHARS else out[:HEADLINE_CHARS] + "…"
+    return clip(out, HEADLINE_CHARS)
 
 
 def _is_heading(text: str) -> bool:

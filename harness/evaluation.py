@@ -19,6 +19,7 @@ from harness.outputs import json_line
 from harness.protocols import Metric
 from harness.redact import redact
 from harness.report.sampling import Evenly
+from harness.text import clip
 from harness.types import RagSample, SampleResult
 
 _MAX_REASONS = 20
@@ -249,7 +250,7 @@ def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict
     if chars == 0:
         texts = None
     elif sample.user_input is not None:
-        row["question"] = _trim(sample.user_input, chars)
+        row["question"] = clip(sample.user_input, chars)
     per_chunk = {
         "id": ids, "text": texts, "verdict": row.get("verdicts"), "relevance": row.get("relevance"),
         "similarity": row.get("similarities"), "reason": row.get("reasons"),
@@ -260,12 +261,8 @@ def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict
     for i in range(n):
         chunk = {k: v[i] for k, v in columns.items() if i < len(v)}
         if "text" in chunk:
-            chunk["text"] = _trim(str(chunk["text"]), chars)
+            chunk["text"] = clip(str(chunk["text"]), chars)
         chunks.append(chunk)
     if ids is not None or texts is not None:
         row["chunks"] = chunks
     return row
-
-
-def _trim(text: str, chars: int | None) -> str:
-    return text if chars is None or len(text) <= chars else text[:chars] + "…"

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from harness.errors import ConfigError, HarnessError, JudgeError, JudgeUnavailable, headline
 from harness.redact import redact, redact_uri
+from harness.text import clip
 
 if TYPE_CHECKING:
     import openai
@@ -72,7 +73,7 @@ def full_text(text: str) -> str:
     """``text`` redacted, without blank lines or trailing spaces, capped at ``MESSAGE_CHARS``."""
     lines = [line.rstrip() for line in redact(text).splitlines() if line.strip()]
     text = "\n".join(lines)
-    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + "…"
+    return clip(text, MESSAGE_CHARS)
 
 
 #: Where a server's error names the output format: its field, the schema, structured output
@@ -212,5 +213,4 @@ def call_failure(end: Endpoint, error: openai.APIError, path: str) -> HarnessErr
 
 
 def _clip(text: str, limit: int = 200) -> str:
-    text = text.splitlines()[0] if text else ""
-    return text if len(text) <= limit else text[:limit] + "…"
+    return clip(text.splitlines()[0] if text else "", limit)

@@ -21,6 +21,7 @@ from harness.judges.schemas import SCHEMAS
 from harness.judges.transport import ChatTransport, OutputMode
 from harness.protocols import Kind
 from harness.redact import redact, redact_uri
+from harness.text import clip
 from harness.types import Completion, JudgeStats
 
 T = TypeVar("T")
@@ -259,7 +260,7 @@ class OpenAIJudge:
                 {
                     "role": last["role"],
                     "content": f"{last['content']}\n\nYour previous reply could not be used "
-                    f"({_clip(str(error), 300)}). Reply with only the JSON object described above.",
+                    f"({clip(str(error), 300)}). Reply with only the JSON object described above.",
                 },
             ]
         self.stats.failures += 1
@@ -293,7 +294,3 @@ class OpenAIJudge:
             self._cache.close()
             self._cache = None
         await self.transport.aclose()
-
-
-def _clip(text: str, limit: int = 2000) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.errors import JudgeParseError, JudgeReplyCut
 from harness.redact import redact
+from harness.text import clip
 from harness.types import Completion
 
 _COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
@@ -198,5 +199,4 @@ def _quote(raw: bytes) -> str:
 
 
 def _clip(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
+    return clip(" ".join(text.split()), limit)

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.errors import TrackingError
 from harness.redact import redact, redact_uri
+from harness.text import clip
 from harness.types import RunRecord
 
 _CLIENTS: dict[str, Any] = {}
@@ -226,7 +227,7 @@ def _first_line(error: BaseException) -> str:
     lines = [x.strip() for x in str(error).splitlines()]
     keep = [x for x in lines if x and not x.startswith(("[SQL:", "[parameters:", "(Background"))]
     text = keep[0] if keep else type(error).__name__
-    return text if len(text) <= 300 else text[:300] + "…"
+    return clip(text, 300)
 
 
 #: The experiment tag that picks the MLflow UI's layout.

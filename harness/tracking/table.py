@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.text import clip
+
 #: The table's artifact path (MLflow's "Evaluation"/artifact views list it as a table).
 TABLE_FILE = "eval/samples.json"
 #: Rows kept in the table (the first ones; ``samples.jsonl`` keeps them all).
@@ -28,9 +30,7 @@ DIGEST_CHARS = 16
 
 
 def _trim(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > CELL_CHARS:
-        return value[:CELL_CHARS] + "…"
-    return value
+    return clip(value, CELL_CHARS) if isinstance(value, str) else value
 
 
 def _chunks(row: dict[str, Any]) -> list[str]:
