@@ -81,13 +81,14 @@ def evaluate(
     import tempfile
 
     from harness.build import build, instantiate
+    from harness.cli import custom_settings
     from harness.datasets.memory import RecordsDataset
     from harness.job import Job
     from harness.runner import job_config
 
     tracking = "tracking=mlflow" if mlflow else "tracking=none"
     cfg = composed((f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
-                    "run.report=false", *overrides))
+                    "run.report=false", *custom_settings(list(overrides))))
     parts = build(cfg, dataset=RecordsDataset(samples, fields))
     choices = {"dataset": "records", "retriever": "precomputed", "metric": metric,
                "tracking": tracking.split("=")[1]}

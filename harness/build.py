@@ -13,7 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 from harness.errors import ConfigError, HarnessError, closest
 from harness.job import RunSettings
 from harness.protocols import Dataset, Parts
-from harness.registry import TRUSTED_TARGETS, check_target, check_targets
+from harness.registry import check_target, check_targets, trust_patterns, trusting, whitelist
+from harness.retrievers.custom import conforming
 from harness.validation import check_arguments
 
 #: Metrics every run logs, whatever its metric (``run.objective`` may name one).
@@ -48,10 +49,10 @@ def check_missing(cfg: DictConfig, group: str) -> None:
 def instantiate(cfg: DictConfig, group: str) -> Any:
     """Build the object the config group names with ``_target_``.
 
-    Every ``_target_`` in it must be on ``TRUSTED_TARGETS`` (checked before anything is
-    imported), and every node is checked against its constructor (unknown keys with a
-    did-you-mean, values of the wrong type or out of range) before any is built, so a
-    typo costs no work.
+    Every ``_target_`` in it must be on ``TRUSTED_TARGETS`` or admitted by the user's
+    ``trusted_targets`` (checked before anything is imported), and every node is checked
+    against its constructor (unknown keys with a did-you-mean, values of the wrong type
+    or out of range) before any is built, so a typo costs no work.
     """
     from hydra.errors import InstantiationException
     from hydra.utils import execution_whitelist
@@ -64,22 +65,30 @@ def instantiate(cfg: DictConfig, group: str) -> Any:
             f"{group}: expected a component (a mapping with _target_); "
             f"choose an option of the {group} group"
         )
-    check_targets(group, node)  # every _target_ on the allow-list before any import
-    groups = {str(k) for k in cfg}
-    check_arguments(group, check_target(group, node["_target_"]), node, groups)
-    try:
-        with execution_whitelist(TRUSTED_TARGETS):
-            return hydra_instantiate(cfg[group], _convert_="all")
-    except HarnessError as e:
-        raise _named(e, group) from None
-    except InstantiationException as e:
-        cause = e.__cause__
-        if isinstance(cause, HarnessError):
-            raise _named(cause, group) from None
-        lines = [x for x in str(cause or e).strip().splitlines() if not x.startswith("full_key:")]
-        raise ConfigError(f"{group}: {lines[-1] if lines else e}") from None
-    except TypeError as e:
-        raise ConfigError(f"{group}: {str(e).splitlines()[0]}") from None
+    with trusting(trust_patterns(_trust_setting(cfg))):
+        check_targets(group, node)  # every _target_ trusted before any import
+        groups = {str(k) for k in cfg}
+        check_arguments(group, check_target(group, node["_target_"]), node, groups)
+        try:
+            with execution_whitelist(whitelist()):
+                return hydra_instantiate(cfg[group], _convert_="all")
+        except HarnessError as e:
+            raise _named(e, group) from None
+        except InstantiationException as e:
+            cause = e.__cause__
+            if isinstance(cause, HarnessError):
+                raise _named(cause, group) from None
+            lines = [x for x in str(cause or e).strip().splitlines()
+                     if not x.startswith("full_key:")]
+            raise ConfigError(f"{group}: {lines[-1] if lines else e}") from None
+        except TypeError as e:
+            raise ConfigError(f"{group}: {str(e).splitlines()[0]}") from None
+
+
+def _trust_setting(cfg: DictConfig) -> Any:
+    """The ``trusted_targets`` setting, as plain values (``None`` when absent)."""
+    value = cfg.get("trusted_targets")
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
 
 
 def _container(node: Any, where: str) -> dict[Any, Any]:
@@ -129,7 +138,7 @@ def build(cfg: DictConfig, dataset: Dataset | None = None) -> Parts:
         dataset = instantiate(cfg, "dataset")
     assert dataset is not None
     dataset.check()
-    retriever = instantiate(cfg, "retriever")
+    retriever = conforming(instantiate(cfg, "retriever"), str(cfg.retriever.get("_target_")))
     metric = instantiate(cfg, "metric")
     tracker = instantiate(cfg, "tracking")
     return Parts(task, dataset, retriever, metric, tracker, run_settings)
@@ -142,14 +151,21 @@ def _default_task() -> Any:
 
 
 def check_objective(run: RunSettings) -> None:
-    """``run.objective`` must name a metric a run logs (its value may still be missing,
-    e.g. a mean when nothing was scored: the job then returns NaN, a failed trial)."""
-    names = set(RUN_METRICS)
+    """Each name in ``run.objective`` must be a metric a run logs (its value may still be
+    missing, e.g. a mean when nothing was scored: the job then returns NaN, a failed
+    trial): the run's metrics, the retrieval metrics at ``run.retrieval_ks``, the timing
+    metrics, ``judge/<counter>`` or ``retriever/<name>``."""
+    from harness.objectives import parse
+    from harness.timing import TIMING_METRICS
+
+    names = set(RUN_METRICS) | set(TIMING_METRICS)
     for k in run.retrieval_ks:
         names |= {f"recall_at_{k}", f"ndcg_at_{k}"}
-    objective = run.objective
-    if objective not in names and not objective.startswith("judge/"):
-        raise ConfigError(
-            f"run.objective: {objective!r} is not a metric a run logs{closest(objective, names)}; "
-            f"choose one of {', '.join(sorted(names))} or judge/<counter>"
-        )
+    for objective in parse(run.objective):
+        name = objective.name
+        if name not in names and not name.startswith(("judge/", "retriever/")):
+            raise ConfigError(
+                f"run.objective: {name!r} is not a metric a run logs{closest(name, names)}; "
+                f"choose one of {', '.join(sorted(names))}, judge/<counter> or "
+                "retriever/<name> (a leading - minimises)"
+            )

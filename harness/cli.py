@@ -21,7 +21,7 @@ def _hydra_app() -> Callable[[], Any]:
     from omegaconf import DictConfig
 
     @hydra.main(config_path=CONFIG_DIR, config_name="config", execution_whitelist=TRUSTED_TARGETS)
-    def task(cfg: DictConfig) -> float | None:
+    def task(cfg: DictConfig) -> float | tuple[float, ...] | None:
         from harness.hints import release_stderr
         from harness.runner import main as run_main
 
@@ -53,6 +53,20 @@ def _refuse_untrusted_hydra_targets(args: list[str]) -> None:
             except ConfigError as e:
                 print(f"error: {e}", file=sys.stderr)
                 sys.exit(2)
+
+
+def custom_settings(args: list[str]) -> list[str]:
+    """With ``retriever=custom``, ``retriever.KEY=VALUE`` adds a setting of the user's own
+    retriever (``++``: Hydra refuses a plain key that ``custom.yaml`` cannot declare)."""
+    if "retriever=custom" not in args:
+        return args
+    out = []
+    for arg in args:
+        key, sep, _ = arg.partition("=")
+        if sep and key.startswith("retriever.") and key != "retriever._target_":
+            arg = "++" + arg
+        out.append(arg)
+    return out
 
 
 def tracker_class(args: list[str]) -> Any:
@@ -93,7 +107,7 @@ def main() -> None:
     # stay in samples.jsonl.partial.
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
-    sys.argv[1:] = hide(sys.argv[1:])
+    sys.argv[1:] = custom_settings(hide(sys.argv[1:]))
     _refuse_untrusted_hydra_targets(sys.argv[1:])
     if not _NO_RUN.intersection(sys.argv[1:]):
         # Start the tracker's slow imports (MLflow: 2-3 s) now, in parallel with Hydra.
@@ -104,7 +118,9 @@ def main() -> None:
         if note:
             print(note, file=sys.stderr)
     from harness.guard import Failures
+    from harness.objectives import register_resolver
 
+    register_resolver()  # the sweepers' direction: ${harness_directions:${run.objective}}
     Failures.count = Failures.gates = 0
     held = hints.hold_stderr()  # Hydra's composition errors, until a hint can lead them
     try:

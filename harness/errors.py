@@ -54,7 +54,7 @@ GATE_FAILED = "gate failed: "
 class GateFailed(HarnessError):
     """The run finished and is valid, but a CI gate failed (``run.fail_under``): exit 4."""
 
-    def __init__(self, message: str, value: float = float("nan")) -> None:
+    def __init__(self, message: str, value: float | tuple[float, ...] = float("nan")) -> None:
         super().__init__(GATE_FAILED + message)
         self.value = value  # the job's objective: a sweep still ranks a gated job
 

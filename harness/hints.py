@@ -125,9 +125,12 @@ def _suggest(args: list[str]) -> str | None:
             options = sorted(f.stem for f in (conf / key).glob("*.yaml"))
             if value in options or "," in value:
                 valid_picks.append(arg)
+            elif (Path("conf") / key / f"{value}.yaml").is_file():
+                return (f"hint: '{value}' is in ./conf/{key}/{value}.yaml, which Hydra reads "
+                        "once you add hydra.searchpath=[file://conf]")
             else:
                 return f"hint: '{value}' is not a {key} option{closest(value, options)}"
-        elif not key.isidentifier() or key in ("experiment_name", "run"):
+        elif not key.isidentifier() or key in ("experiment_name", "run", "trusted_targets"):
             continue
         else:
             return f"hint: '{key}' is not a config group{closest(key, groups)}"

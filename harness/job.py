@@ -15,6 +15,9 @@ from typing import Annotated, Any
 
 from harness.validation import Range, check_arguments
 
+#: What a job returns to a sweeper: ``run.objective``'s value, one per objective.
+JobValue = float | tuple[float, ...]
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -28,8 +31,10 @@ class RunSettings:
             than this fraction of samples is unscored; null for no limit.
         progress: Show a progress bar on stderr for work longer than a second.
         quiet: Print nothing but errors (for CI logs).
-        objective: The logged metric a job returns to a sweeper (Optuna maximises it) and
-            a sweep's parent run ranks children by: ``mean``, or e.g. ``ndcg_at_10``.
+        objective: The logged metric a job returns to a sweeper and a sweep's parent run
+            ranks children by: ``mean``, or e.g. ``ndcg_at_10`` (maximised); ``-name``
+            minimises (``-retrieval_p95_ms``); a list (``[ndcg_at_10,-retrieval_p95_ms]``)
+            makes a multi-objective study, ranked by the first, with a Pareto front.
         retrieval_ks: Cut-offs of the retrieval metrics logged beside context precision
             (``recall_at_<k>``, ``ndcg_at_<k>``, plus ``mrr``) for samples with reference ids;
             ``[]`` turns them off.
@@ -43,6 +48,10 @@ class RunSettings:
         row_text_chars: Characters of the question and of each chunk's text kept in a
             ``samples.jsonl`` row (0: no texts, chunk ids only; ``null``: whole texts).
         report: Write ``report.html`` (summary, plots, every sample's ranked chunks).
+        retrieval_batch_size: Questions per retriever call: 1 (the default) times each
+            query alone, as a user's request would be served, for the latency percentiles
+            (``retrieval_p50_ms``, ...); larger batches are faster for batched retrievers,
+            and the percentiles are then per call.
     """
 
     seed: int = 0
@@ -51,7 +60,7 @@ class RunSettings:
     max_unscored_frac: Annotated[float, Range(ge=0, le=1)] | None = None
     progress: bool = True
     quiet: bool = False
-    objective: str = "mean"
+    objective: str | list[str] = "mean"
     retrieval_ks: list[Annotated[int, Range(ge=1)]] = dataclasses.field(
         default_factory=lambda: [10]
     )
@@ -60,6 +69,7 @@ class RunSettings:
     fail_under: Annotated[float, Range(ge=0, le=1)] | None = None
     row_text_chars: Annotated[int, Range(ge=0)] | None = 300
     report: bool = True
+    retrieval_batch_size: Annotated[int, Range(ge=1)] = 1
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from harness.job import Job, RunSettings
+from harness.job import Job, JobValue, RunSettings
 from harness.types import (
     Completion,
     Corpus,
@@ -251,9 +251,9 @@ class Task(Protocol):
     name: str
     unused_groups: tuple[str, ...]
 
-    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], float]:
+    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], JobValue]:
         """Do the work, write and log it; return the summary and ``run.objective``'s value
-        (NaN when it has none)."""
+        (NaN when it has none; one per objective when ``run.objective`` is a list)."""
         ...
 
 

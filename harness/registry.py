@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +27,11 @@ TRUSTED_TARGETS: tuple[str, ...] = (
     "harness.datasets.files.SampleDataset",
     "harness.retrievers.bm25.BM25",
     "harness.retrievers.dense.Dense",
+    "harness.retrievers.chroma.Chroma",
     "harness.retrievers.hybrid.Hybrid",
     "harness.retrievers.precomputed.Precomputed",
+    "harness.retrievers.langchain.LangChain",
+    "harness.retrievers.llamaindex.LlamaIndex",
     "harness.metrics.id_based.IdContextPrecision",
     "harness.metrics.string_similarity.StringContextPrecision",
     "harness.metrics.llm.LLMContextPrecision",
@@ -54,18 +62,129 @@ and ``@hydra.main(execution_whitelist=...)`` for its callbacks).
 """
 
 
+#: The environment variable that trusts users' own packages (comma-separated patterns).
+TRUST_ENV = "HARNESS_TRUSTED_TARGETS"
+
+#: The user's trusted patterns in force (``trusting``): ``pkg.*`` or an exact path.
+_USER_TRUST: ContextVar[tuple[str, ...]] = ContextVar("harness_user_trust", default=())
+
+_PATTERN = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\.\*)?")
+
+
+def trust_patterns(setting: Any = None) -> tuple[str, ...]:
+    """The user's trusted patterns: ``trusted_targets`` plus ``$HARNESS_TRUSTED_TARGETS``.
+
+    A pattern is an import path (``mypkg.search.MyRetriever``) or a package prefix
+    (``mypkg.*``, as Hydra's execution whitelist reads it). Trusting everything, the
+    standard library or harness itself would let a config run any code: refused.
+    """
+    found: list[tuple[str, str]] = []
+    if setting is not None:
+        if isinstance(setting, str):
+            setting = [setting]
+        if not isinstance(setting, (list, tuple)):
+            raise ConfigError(
+                f"trusted_targets: expected a list of patterns such as [mypkg.*], got {setting!r}"
+            )
+        found += [("trusted_targets", p) for p in setting]
+    found += [(TRUST_ENV, p.strip()) for p in os.environ.get(TRUST_ENV, "").split(",") if p.strip()]
+    out: list[str] = []
+    for where, pattern in found:
+        if not isinstance(pattern, str) or not _PATTERN.fullmatch(pattern):
+            raise ConfigError(
+                f"{where}: {pattern!r} is not a pattern; write an import path "
+                "(mypkg.search.MyRetriever) or a package and .* (mypkg.*)"
+            )
+        top = pattern.split(".")[0]
+        if top in ("harness", "hydra", "omegaconf", "builtins") or top in sys.stdlib_module_names:
+            raise ConfigError(
+                f"{where}: {pattern!r} would let a config call {top}'s functions; trust "
+                "your own package only (e.g. mypkg.*)"
+            )
+        out.append(pattern)
+    return tuple(dict.fromkeys(out))
+
+
+@contextmanager
+def trusting(patterns: tuple[str, ...]) -> Iterator[None]:
+    """Admit the user's ``patterns`` (from ``trust_patterns``) while building components."""
+    token = _USER_TRUST.set(patterns)
+    try:
+        yield
+    finally:
+        _USER_TRUST.reset(token)
+
+
+def user_trusted(target: str) -> bool:
+    """Whether ``target`` is admitted by the user's trusted patterns in force."""
+    for pattern in _USER_TRUST.get():
+        prefix = pattern.removesuffix("*")
+        if target == pattern or (pattern.endswith(".*") and target.startswith(prefix)):
+            return True
+    return False
+
+
+def whitelist() -> list[str]:
+    """Hydra's execution whitelist: the harness's components and the user's patterns."""
+    return [*TRUSTED_TARGETS, *_USER_TRUST.get()]
+
+
 def trusted(where: str, target: Any) -> str:
-    """``target`` if it is on ``TRUSTED_TARGETS``, else a one-line ``ConfigError``.
+    """``target`` if it is on ``TRUSTED_TARGETS`` or the user trusts it, else a one-line
+    ``ConfigError``.
 
     A check of the string alone: nothing is imported.
     """
-    if isinstance(target, str) and target in TRUSTED_TARGETS:
+    if isinstance(target, str) and (target in TRUSTED_TARGETS or user_trusted(target)):
         return target
     hint = closest(target, TRUSTED_TARGETS) if isinstance(target, str) else ""
+    package = target.split(".")[0] if isinstance(target, str) and target else "mypkg"
+    if isinstance(target, str) and not target.startswith("harness."):
+        raise ConfigError(
+            f"{where}._target_: {target!r} is not a harness component{hint} and is not "
+            f"trusted; to run your own code, trust its package with trusted_targets=[{package}.*] "
+            f"(or {TRUST_ENV}={package}.*); nothing was imported"
+        )
     raise ConfigError(
         f"{where}._target_: {target!r} is not a harness component{hint}; a config may only "
-        "name the component classes in harness.registry.TRUSTED_TARGETS"
+        "name the component classes in harness.registry.TRUSTED_TARGETS, or code you trust "
+        "with trusted_targets=[mypkg.*]"
     )
+
+
+def trusted_callable(where: str, path: Any) -> Callable[..., Any]:
+    """The function or class at import path ``path`` (a setting such as ``retriever.factory``),
+    admitted by the user's trust setting; one-line ``ConfigError`` otherwise, before import."""
+    if not isinstance(path, str) or not user_trusted(path):
+        package = path.split(".")[0] if isinstance(path, str) and path else "mypkg"
+        raise ConfigError(
+            f"{where}: {path!r} is not trusted; trust your package with "
+            f"trusted_targets=[{package}.*] (or {TRUST_ENV}={package}.*); nothing was imported"
+        )
+    found: Callable[..., Any] = locate(where, path)
+    if not callable(found):
+        raise ConfigError(f"{where}: {path!r} is not a class or function")
+    return found
+
+
+def locate(where: str, path: str) -> Any:
+    """Import what ``path`` names (checked as trusted before); one-line ``ConfigError``."""
+    from hydra._internal.utils import _locate
+
+    try:
+        return _locate(path)
+    except Exception as e:
+        module, _, name = path.rpartition(".")
+        loaded = sys.modules.get(module)
+        if loaded is not None and not hasattr(loaded, name):
+            why = f"{module} has no {name!r}"
+            raise ConfigError(f"{where}: cannot import {path!r}: {why}") from None
+        cause = e.__cause__ or e
+        lines = [x for x in str(cause).strip().splitlines() if x.strip()]
+        why = f"{type(cause).__name__}: {lines[0] if lines else ''}"
+        if isinstance(cause, ModuleNotFoundError):
+            why += " (run from the folder that holds your package, or pip install it)"
+        raise ConfigError(f"{where}: cannot import {path!r}: {why}") from None
 
 
 def check_targets(where: str, node: Any) -> None:
@@ -84,13 +203,12 @@ def check_targets(where: str, node: Any) -> None:
 
 def check_target(where: str, target: Any) -> Callable[..., Any]:
     """The component class a ``_target_`` names: checked on the allow-list, then imported."""
-    from hydra.utils import get_method
-
     name = trusted(where, target)
-    try:
-        found: Callable[..., Any] = get_method(name)
-    except Exception as e:
-        raise ConfigError(f"{where}._target_: cannot import {name!r} ({e})") from None
+    found: Callable[..., Any] = locate(f"{where}._target_", name)
+    if name not in TRUSTED_TARGETS:  # the user's own: a class or a factory function
+        if not callable(found):
+            raise ConfigError(f"{where}._target_: {name!r} is not a class or function")
+        return found
     if not inspect.isclass(found):
         raise ConfigError(f"{where}._target_: {name!r} is not a component class")
     return found

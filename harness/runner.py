@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness import cli_secrets
 from harness.build import build, instantiate, uses
 from harness.errors import GateFailed, HarnessError, Interrupted, RunFailed
-from harness.job import Job
+from harness.job import Job, JobValue
 from harness.outputs import release, write_text
 from harness.protocols import Parts
 from harness.redact import redact
@@ -44,7 +44,7 @@ def choices_of(cfg: DictConfig, parts: Parts, chosen: dict[str, Any]) -> dict[st
     return choices
 
 
-def run(cfg: DictConfig) -> float:
+def run(cfg: DictConfig) -> JobValue:
     """Run one job; return ``run.objective`` (NaN when it has no value)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -92,7 +92,7 @@ def run_name(overrides: list[str], metric: str | None, multirun: bool) -> str:
     return short_name(overrides, metric, swept_keys() if multirun else None)
 
 
-def main(cfg: DictConfig) -> float | None:
+def main(cfg: DictConfig) -> JobValue | None:
     """Hydra task function: report ``HarnessError`` as one line and a non-zero exit.
 
     In a sweep (``-m``) a job that fails records its error in its folder and the sweep goes
@@ -105,7 +105,7 @@ def main(cfg: DictConfig) -> float | None:
         line = f"error: {redact(str(e))}"
         if _in_sweep():
             failed = _job_failed(line)
-            return e.value if isinstance(e, GateFailed) else failed
+            return e.value if isinstance(e, GateFailed) else _failed_value(cfg, failed)
         print(line, file=sys.stderr)
         sys.exit(code)
     except KeyboardInterrupt as e:
@@ -116,6 +116,17 @@ def main(cfg: DictConfig) -> float | None:
             file=sys.stderr,
         )
         sys.exit(128 + signum)
+
+
+def _failed_value(cfg: DictConfig, nan: float) -> JobValue:
+    """A failed trial's value: NaN, once per objective of ``run.objective``."""
+    from harness.objectives import parse
+
+    try:
+        count = len(parse(OmegaConf.to_container(cfg.run).get("objective", "mean")))  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - the job failed already; its value is NaN either way
+        return nan
+    return nan if count == 1 else (nan,) * count
 
 
 def _in_sweep() -> bool:

@@ -273,7 +273,8 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
     for text in (
         "dataset: beir, csv, dbpedia_entity, json, jsonl, parquet, sample, scifact, "
         "trec_dl19",
-        "experiment: scifact_bm25, scifact_bm25_optuna, scifact_chunking, scifact_retrievers",
+        "experiment: scifact_ann, scifact_ann_hybrid, scifact_bm25, scifact_bm25_optuna, "
+            "scifact_chunking, scifact_retrievers",
         "metric: contextual_precision, id_based, id_ranked, llm_with_reference, "
         "llm_without_reference, non_llm",
         "judge: llama_cpp, llama_cpp_python, local, ollama, openai, vllm",
@@ -281,7 +282,7 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
         "query_relevance",
         "task: evaluate, judge_agreement",
         "tracking: mlflow, none",
-        "retriever: bm25, dense, hybrid, precomputed",
+        "retriever: bm25, chroma, custom, dense, hybrid, langchain, llamaindex, precomputed",
     ):
         assert text in result.stdout
 

@@ -75,7 +75,7 @@ TWO_BM25 = ("retriever=hybrid", "retriever@retriever.retrievers.dense=bm25")
         (["run.retrieval_min_grade=nan"], "run.retrieval_min_grade: expected finite float"),
         (["run.seed=1.5"], "run.seed: expected int, got 1.5"),
         (["run.quiet=maybe"], "run.quiet: expected bool, got 'maybe'"),
-        (["run.objective=[1]"], "run.objective: expected str, got [1]"),
+        (["run.objective=[1]"], "run.objective: expected str or list of str, got [1]"),
         # precomputed retrieval
         (["retriever.top_k=0"], "retriever.top_k: expected int >= 1 or null, got 0"),
         (["retriever.top_k=-3"], "retriever.top_k: expected int >= 1 or null, got -3"),

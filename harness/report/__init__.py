@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.timing import latency_line
 from harness.types import TrackedRun
 
 
@@ -78,6 +79,9 @@ def render_summary(summary: dict[str, Any], tracked: TrackedRun | None) -> str:
     rate = summary["samples_per_s"]
     per_s = f" ({per_second(rate)} samples/s)" if rate else ""
     rows.append(("time", f"{summary['duration_s']:.3f} s" + per_s))
+    latency = latency_line(summary.get("timing") or {})
+    if latency:
+        rows.append(("latency", latency))
     rows.append(("outputs", summary["output_dir"]))
     if tracked is not None:
         rows.append(("mlflow run", f"{tracked.run_id} (experiment {tracked.experiment_id})"))

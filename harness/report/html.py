@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.templates import RUN, SCRIPT, STYLE
+from harness.timing import latency_line
 
 #: The plots a run draws, in the order shown, with what each shows (the image's alt text).
 PLOTS = {
@@ -102,6 +103,9 @@ def facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     out.append(("options", " ".join(f"{k}={v}" for k, v in options.items())))
     out.append(("dataset sha256", str(dataset.get("sha256"))))
     out.append(("time", f"{summary.get('duration_s', 0):.3f} s"))
+    latency = latency_line(summary.get("timing") or {})
+    if latency:
+        out.append(("latency", latency))
     return out
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.objectives import parse
 from harness.report.html import render
 from harness.report.templates import SWEEP
 from harness.report.write import REPORT, write_html
@@ -30,10 +31,10 @@ class SweepJob:
     report: str | None = None
 
     def value(self, objective: str) -> float | None:
-        """The job's value of ``objective`` (``mean``, a retrieval metric or a summary key)."""
-        where = {**self.summary, **(self.summary.get("retrieval") or {})}
-        value = where.get(objective)
-        return float(value) if isinstance(value, int | float) else None
+        """The job's value of ``objective`` (``mean``, a retrieval or timing metric, ...)."""
+        from harness.tracking.summary import objective_value
+
+        return objective_value(self.summary, objective)
 
     def rank_fields(self, objective: str) -> tuple[float | None, float | None, int | None]:
         """What ranks it (``harness.tracking.sweep.rank_key``)."""
@@ -88,9 +89,10 @@ def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
     if not jobs:
         raise ConfigError(f"{sweep_dir} holds no job folder with a summary.json: is it a "
                           "sweep's folder (multirun/DATE/TIME)?")
-    objective = str((jobs[0].summary.get("config") or {}).get("run", {}).get("objective", "mean"))
+    first = parse((jobs[0].summary.get("config") or {}).get("run", {}).get("objective", "mean"))[0]
+    objective = first.name
     params = varied(jobs)
-    order = ranked(jobs, lambda j: j.rank_fields(objective))
+    order = ranked(jobs, lambda j: j.rank_fields(objective), maximize=first.maximize)
     failed = failed_jobs(sweep_dir)
 
     def fmt(x: Any) -> str:

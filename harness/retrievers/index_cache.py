@@ -83,7 +83,8 @@ def load_or_build(
 
     Returns:
         The index and its provenance: ``key``, ``path``, ``source`` (``built`` or
-        ``cache``), ``seconds`` (to build or load).
+        ``cache``), ``seconds`` (to build or load), ``build_seconds`` (to build, when it
+        was built, also for a cached index) and ``bytes`` (its size on disk, when cached).
     """
     key = index_key(kind, corpus_key, settings)
     info: dict[str, Any] = {"key": key}
@@ -91,7 +92,8 @@ def load_or_build(
     if not enabled:
         index = build()
         STATS["built"] += 1
-        info.update(source="built", path=None, seconds=round(time.perf_counter() - start, 3))
+        seconds = round(time.perf_counter() - start, 3)
+        info.update(source="built", path=None, seconds=seconds, build_seconds=seconds)
         return index, info
     root = cache_root()
     final = root / key
@@ -106,12 +108,13 @@ def load_or_build(
             _discard(final)
         else:
             STATS["loaded"] += 1
-            info.update(source="cache", seconds=round(time.perf_counter() - start, 3))
+            info.update(source="cache", seconds=round(time.perf_counter() - start, 3),
+                        build_seconds=meta.get("build_seconds"), bytes=folder_bytes(final))
             return index, info
     index = build()
     seconds = round(time.perf_counter() - start, 3)
     STATS["built"] += 1
-    info.update(source="built", seconds=seconds)
+    info.update(source="built", seconds=seconds, build_seconds=seconds)
     try:
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=root))
@@ -131,6 +134,7 @@ def load_or_build(
         (tmp / "meta.json").write_text(
             json.dumps(meta, indent=2, ensure_ascii=False, default=str) + "\n", "utf-8"
         )
+        info["bytes"] = folder_bytes(tmp)
         os.rename(tmp, final)  # atomic; fails if another job got there first
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -138,6 +142,11 @@ def load_or_build(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return index, info
+
+
+def folder_bytes(folder: Path) -> int:
+    """The size of the files in ``folder`` (an index on disk), ``meta.json`` aside."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.name != "meta.json")
 
 
 def _discard(folder: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from harness import __version__
 from harness.agreement import Pair, agreement, pairs_from
 from harness.errors import ConfigError, JudgeError
-from harness.job import Job
+from harness.job import Job, JobValue
 from harness.outputs import write_text
 from harness.protocols import Judge, Parts
 from harness.record import base_tags, finish, judge_tags, tracked
@@ -48,7 +48,7 @@ class JudgeAgreement:
             )
         self.name, self.pairs_per_query, self.min_grade = name, pairs_per_query, min_grade
 
-    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], float]:
+    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], JobValue]:
         """Judge every sampled pair, compare, write, log; return kappa as the objective."""
         from harness.aio import LoopThread
         from harness.judges import parse

@@ -11,12 +11,15 @@ from harness import __version__
 from harness.errors import ConfigError, DatasetError, GateFailed, RunFailed
 from harness.evaluation import Tally, evaluate
 from harness.gates import fail_under
-from harness.job import Job, RunSettings
+from harness.job import Job, JobValue, RunSettings
 from harness.metrics.retrieval import dropped_names
+from harness.objectives import job_value
+from harness.objectives import parse as parse_objective
 from harness.outputs import finalise, partial_of, streamed, strip_keys
 from harness.protocols import Parts
 from harness.record import base_tags, finish, flatten, judge_tags, tracked
 from harness.report import describe_run, render_summary
+from harness.timing import TIMING_METRICS, Timed, retriever_metrics
 from harness.types import RagSample
 
 #: Config subtrees that decide the scores; logged as MLflow params.
@@ -31,13 +34,15 @@ class Evaluate:
     def __init__(self, name: str = "evaluate") -> None:
         self.name = name
 
-    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], float]:
+    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], JobValue]:
         """Evaluate, write the outputs into ``job.out_dir``, log the run.
 
         Returns:
-            The summary and the value of ``run.objective`` (NaN when it has none).
+            The summary and the value of ``run.objective`` (NaN when it has none; a tuple
+            when it names several).
         """
         metric_name = job.choices.get("metric", parts.metric.name)
+        timed = parts.retriever = timed_retriever(parts)
         batches, total = plan(parts)
         described = parts.metric.describe()
         tags = base_tags(job)
@@ -54,6 +59,7 @@ class Evaluate:
                 streamed(samples_path),
                 open(partial, "w", encoding="utf-8") as sink,
             ):
+                timed.mark()
                 tally = score(parts, batches, sink, progress)
         finally:
             if bar is not None:
@@ -85,6 +91,8 @@ class Evaluate:
             "output_dir": str(job.out_dir),
         }
         artifacts: list[Path] = []
+        summary["timing"] = timed.timing(summary["retriever"], tally.duration_s,
+                                         "judge" in described)
         if parts.tracker.keeps_artifacts:
             # drawn while the MLflow helper is still importing: no added wall time
             from harness.plots import write_plots
@@ -115,6 +123,8 @@ class Evaluate:
         }
         metrics.update({f"judge/{k}": v for k, v in stats.items()})
         metrics.update({k: v for k, v in summary.get("retrieval", {}).items() if k != "n_queries"})
+        metrics.update({k: summary["timing"][k] for k in TIMING_METRICS if k in summary["timing"]})
+        metrics.update(retriever_metrics(summary["retriever"]))
         tags = {**tags, "dataset.sha256": sha, "mlflow.note.content": describe_run(summary)}
         if "retrieval_cutoffs" in summary:
             cut = summary["retrieval_cutoffs"]
@@ -138,8 +148,7 @@ class Evaluate:
             print(render_summary(summary, tracked_run))
         if failure:
             raise RunFailed(failure)
-        value = metrics.get(parts.settings.objective)
-        objective = float("nan") if value is None else float(value)
+        objective = job_value(metrics, parts.settings.objective)
         if gate:
             raise GateFailed(gate, objective)
         return summary, objective
@@ -195,12 +204,24 @@ def _progress(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], N
     return bar, bar.update
 
 
+def timed_retriever(parts: Parts) -> Timed:
+    """The run's retriever, timed (``harness.timing``); ``precomputed`` searches nothing."""
+    from harness.retrievers.precomputed import Precomputed
+
+    inner = parts.retriever
+    if isinstance(inner, Timed):
+        return inner
+    return Timed(inner, None if isinstance(inner, Precomputed) else
+                 parts.settings.retrieval_batch_size)
+
+
 def prepare_retriever(parts: Parts) -> None:
     """Give the retriever the dataset's corpus to index (corpus retrievers need one)."""
     corpus = parts.dataset.corpus()
     if parts.retriever.needs_corpus and corpus is None:
+        inner = parts.retriever.inner if isinstance(parts.retriever, Timed) else parts.retriever
         raise ConfigError(
-            f"retriever {type(parts.retriever).__name__} searches a corpus, but the dataset "
+            f"retriever {type(inner).__name__} searches a corpus, but the dataset "
             f"({parts.dataset.describe().get('format')}) has none; use a BEIR dataset "
             "(dataset=beir dataset.path=DIR, or dataset=scifact) or retriever=precomputed"
         )
@@ -251,4 +272,4 @@ def score(
     return evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade,
                     row_text_chars=parts.settings.row_text_chars,
                     beyond_depth=parts.settings.retrieval_beyond_depth or
-                    [parts.settings.objective])
+                    [o.name for o in parse_objective(parts.settings.objective)])
