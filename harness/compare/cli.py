@@ -40,12 +40,15 @@ keys:
                      #1 or the baseline (matplotlib)
   log=true           log compare/table.md, table.json and plots to the parent run (or a
                      new run named "compare" when there is none)
+  pareto=A,-B        the Pareto front of metrics A (maximised) and B (a leading -
+                     minimises): its table, compare/pareto.png and pareto.json; default:
+                     metric vs -retrieval_p95_ms when the runs logged latencies; none: off
 """
 DEFAULTS: dict[str, Any] = {
     "experiment": None, "metric": "mean", "tracking_uri": None, "sweep": "latest", "top": None,
     "bootstrap": 2000, "confidence": 0.95, "seed": 0, "plots": True, "log": True,
     "baseline": None, "candidate": None, "force": False, "fail_if_worse": False,
-    "alpha": 0.05, "min_delta": 0.0,
+    "alpha": 0.05, "min_delta": 0.0, "pareto": None,
 }
 _FLAGS = ("plots", "log", "force", "fail_if_worse")
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}

@@ -7,9 +7,11 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.compare import pareto as pareto_front
 from harness.compare.pairing import check_pair, gate, identity, resolve
 from harness.compare.render import plot, render
 from harness.compare.stats import paired_test, rank_rows, top_two
@@ -26,6 +28,7 @@ def compare(
     confidence: float = 0.95, seed: int = 0, plots: bool = True, log: bool = True,
     baseline: str | None = None, candidate: str | None = None, force: bool = False,
     fail_if_worse: bool = False, alpha: float = 0.05, min_delta: float = 0.0,
+    pareto: str | Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Rank the runs of ``experiment`` by ``metric`` and test the two best, one table per
     dataset (``dataset.sha256``) and metric; or test ``candidate`` against ``baseline``.
@@ -52,6 +55,9 @@ def compare(
         fail_if_worse: Decide the gate: ``gate`` says whether the candidate is worse.
         alpha: The gate's significance level.
         min_delta: How much worse (mean paired difference) the gate tolerates.
+        pareto: The objectives of a Pareto front (``ndcg_at_10,-retrieval_p95_ms``; a
+            leading ``-`` minimises); by default ``metric`` vs ``-retrieval_p95_ms`` when
+            a run logged latencies; ``none`` for no front.
 
     Returns:
         ``groups`` (one per dataset and metric: ``label``, ``rows``, ``all_rows``,
@@ -59,7 +65,9 @@ def compare(
         run_id, run_name, value, ci, n, n_unscored, params, dataset_sha256), ``all_rows``,
         ``varying`` and ``test`` (of the first group), ``notes``, ``table`` (the Markdown
         printed), ``parent_run_id``, ``gate`` (``{"failed", "line"}`` or ``None``),
-        ``logged_to`` (a run id or ``None``) and ``artifacts`` (the logged paths).
+        ``logged_to`` (a run id or ``None``), ``artifacts`` (the logged paths) and
+        ``pareto`` (per group: ``objectives``, ``front``, ``dominated``, ``skipped``; or
+        ``None``).
 
     Raises:
         ConfigError: A bad argument, a metric no run has, or a baseline and candidate
@@ -93,19 +101,26 @@ def compare(
                           f"{', '.join(sorted(known))}")
     if baseline:
         notes += check_pair(runs[0], runs[1], metric, force)
+    objectives = pareto_front.choose(pareto, metric, runs)
+    run_groups = [runs] if baseline else _grouped(runs, metric)
     out = Path(tempfile.mkdtemp(prefix="harness-compare-"))
     try:
         values = {r.info.run_id: per_query(c, r.info.run_id, metric, out) for r in runs}
         stats = (bootstrap, confidence, seed)
         groups = ([_pair_group(runs, values, metric, stats, notes)] if baseline else
-                  [_rank_group(g, values, metric, stats, top) for g in _grouped(runs, metric)])
+                  [_rank_group(g, values, metric, stats, top) for g in run_groups])
         result: dict[str, Any] = {
             "experiment": experiment, "metric": metric, "sweep": sweep,
             "parent_run_id": parent, "confidence": confidence, "bootstrap": bootstrap,
             "seed": seed, "groups": groups, "rows": [r for g in groups for r in g["rows"]],
             "all_rows": groups[0]["all_rows"], "varying": groups[0]["varying"],
             "test": groups[0]["test"], "notes": [n for g in groups for n in g["notes"]],
-            "gate": None, "logged_to": None, "artifacts": []}
+            "gate": None, "logged_to": None, "artifacts": [], "pareto": None}
+        if objectives:
+            result["pareto"] = [
+                pareto_front.front_of(rg, objectives, g["varying"],
+                                      g["label"] if len(groups) > 1 else "")
+                for rg, g in zip(run_groups, groups, strict=True)]
         if fail_if_worse:
             result["gate"] = _gate(groups[0]["test"], alpha, min_delta)
         files = []
@@ -116,7 +131,9 @@ def compare(
                                   else f"g{i + 1}_")
             except ImportError:
                 result["notes"].append("plots skipped: matplotlib is not installed")
-        table = result["table"] = render(result)
+        if result["pareto"]:
+            files += pareto_front.write(result["pareto"], out, plots, result["notes"])
+        table = result["table"] = render(result) + pareto_front.render(result["pareto"] or [])
         files += [out / "table.md", out / "table.json"]
         files[-2].write_text(table, "utf-8")
         saved = {k: v for k, v in result.items() if k not in ("table", "all_rows")}
@@ -158,8 +175,15 @@ def _grouped(runs: list[Any], metric: str) -> list[list[Any]]:
 
 
 def _varying(runs: list[Any]) -> list[str]:
-    keys = sorted({k for r in runs for k in r.data.params} - COSMETIC)
-    return [k for k in keys if len({r.data.params.get(k) for r in runs}) > 1]
+    """The columns that tell the runs apart: the options chosen (``choice.retriever``)
+    that differ, then each param whose value differs among the runs that have it (a
+    hybrid's own settings do not make columns beside dense runs that lack them)."""
+    choices = sorted({k for r in runs for k in r.data.tags if k.startswith("choice.")})
+    out = [k for k in choices if len({r.data.tags.get(k) for r in runs}) > 1]
+    for k in sorted({k for r in runs for k in r.data.params} - COSMETIC):
+        if len({r.data.params[k] for r in runs if k in r.data.params}) > 1:
+            out.append(k)
+    return out
 
 
 def _label(run: Any, metric: str) -> str:

@@ -84,12 +84,10 @@ def _plot_top_k(result: dict[str, Any], path: Path) -> None:
     for r in rows:
         if r["value"] is not None:
             lines.setdefault(tuple(r["params"][k] for k in others), []).append(r)
-    for combo, group in sorted(lines.items()):
-        # label: the run names (Hydra overrides) without top_k, when the group agrees on it
-        names = {",".join(t for t in r["run_name"].split(",") if not t.startswith(f"{TOP_K}="))
-                 for r in group}
-        label = names.pop() if len(names) == 1 and "" not in names and others else ", ".join(
-            f"{k}={v}" for k, v in zip(others, combo, strict=True)) or m
+    for combo, group in sorted(lines.items(), key=lambda kv: [_natural(v) for v in kv[0]]):
+        # label: what tells this line apart (choice.retriever=dense -> retriever=dense)
+        label = ", ".join(f"{_short(k)}={v}" for k, v in zip(others, combo, strict=True)
+                          if v != "") or m
         pts = sorted((int(k) if (k := r["params"][TOP_K]).isdigit() else top, r["value"], r["ci"])
                      for r in group)
         err = [[max(0.0, v - ci[0]) if ci else 0.0 for _, v, ci in pts],
@@ -99,9 +97,25 @@ def _plot_top_k(result: dict[str, Any], path: Path) -> None:
     ticks = numeric + ([top] if any(not r["params"][TOP_K].isdigit() for r in rows) else [])
     ax.set_xticks(ticks, [str(t) if t != top else "all" for t in ticks])
     ax.set(xlabel=TOP_K, ylabel=m, title=f"{m} vs {TOP_K} ({result['confidence']:.0%} CI)")
-    if len(lines) > 1:
+    if len(lines) > 4:  # beside the axes, where it covers no line
+        fig.set_size_inches(11, 4.5)
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
+    elif len(lines) > 1:
         ax.legend(fontsize="small")
     fig.savefig(path, dpi=120)
+
+
+def _natural(value: str) -> tuple[int, float, str]:
+    """Numbers in numeric order (10 before 128), then words."""
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def _short(key: str) -> str:
+    """A param or choice key as a legend shows it: ``retriever.ef_search`` -> ``ef_search``."""
+    return key.removeprefix("choice.").removeprefix("retriever.")
 
 
 #: Okabe-Ito colours (safe for colour-blind readers): better, tie, worse.

@@ -102,7 +102,7 @@ def rank_rows(
             "n": len(v) if v else (int(m["n_scored"]) if metric == "mean" and "n_scored" in m
                                    else None),
             "n_unscored": m.get("n_unscored"), "order": order,
-            "params": {k: r.data.params.get(k, "") for k in varying},
+            "params": {k: r.data.params.get(k, r.data.tags.get(k, "")) for k in varying},
             "dataset_sha256": r.data.tags.get("dataset.sha256"),
         })
     # the sweep parent's "best child" rule: highest value, fewer unscored, earlier job

@@ -70,7 +70,7 @@ class SweepTracking(Callback):
 
             sweep_report(str(config.hydra.sweep.dir))
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        objective = str(config.get("run", {}).get("objective", "mean"))
+        objective = _objective(config)
         swept = swept_keys()
         os.environ.pop(SWEEP_KEYS_ENV, None)
         tracker, self._tracker = self._tracker, None
@@ -80,3 +80,18 @@ class SweepTracking(Callback):
             from harness.tracking.summary import read_jobs, render
 
             print(render(read_jobs(sweep_dir, objective), objective, sweep_dir, swept))
+
+
+def _objective(config: DictConfig) -> str:
+    """``run.objective`` as ``ndcg_at_10,-retrieval_p95_ms``; ``mean`` when it is bad (each
+    job has said why)."""
+    from harness.errors import ConfigError
+    from harness.objectives import spec
+
+    value = config.get("run", {}).get("objective", "mean")
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value)
+    try:
+        return spec(value)
+    except ConfigError:
+        return "mean"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.errors import TrackingError
+from harness.objectives import Spec, known, pareto_front, parse, sort_key
 from harness.tracking.store import client, ensure_experiment
 
 T = TypeVar("T")
@@ -21,40 +22,38 @@ T = TypeVar("T")
 #: (``None`` or NaN where unknown).
 RankFields = tuple[float | None, float | None, int | None]
 
-#: Sweeps maximise their objective (as the Optuna sweeper does, ``direction: maximize``).
-DIRECTION = "maximize"
-
 PARENT_ENV = "HARNESS_MLFLOW_PARENT_RUN_ID"
 PARENT_FILE = "mlflow_parent_run_id"
 
 
-def _known(x: float | None) -> bool:
-    return x is not None and not math.isnan(x)
-
-
-def rank_key(value: float | None, n_unscored: float | None, job_num: int | None) -> tuple[
-    bool, float, float, float
-]:
-    """Sort key, best first: the highest objective (a missing or NaN one last), then fewer
-    unscored samples, then the earlier job number. The one tie rule of the sweep's best
-    child, its console summary and ``harness.compare``."""
+def rank_key(value: float | None, n_unscored: float | None, job_num: int | None,
+             maximize: bool = True, then: tuple[float, ...] = ()) -> tuple[float, ...]:
+    """Sort key, best first: the best objective (the highest, or with ``maximize=False``
+    the lowest; a missing or NaN one last), then the further objectives' ``then`` (see
+    ``harness.objectives.sort_key``: with several, a tie on the first goes to the Pareto
+    front), then fewer unscored samples, then the earlier job number. The one tie rule of
+    the sweep's best child, its console summary and ``harness.compare``."""
     return (
-        not _known(value),
-        -value if value is not None and _known(value) else 0.0,
-        n_unscored if n_unscored is not None and _known(n_unscored) else math.inf,
+        float(not known(value)),
+        (-value if maximize else value) if value is not None and known(value) else 0.0,
+        *then,
+        n_unscored if n_unscored is not None and known(n_unscored) else math.inf,
         float(job_num) if job_num is not None else math.inf,
     )
 
 
-def ranked(items: Iterable[T], fields: Callable[[T], RankFields]) -> list[T]:
-    """``items`` best first by ``rank_key`` of ``fields(item)``."""
-    return sorted(items, key=lambda item: rank_key(*fields(item)))
+def ranked(items: Iterable[T], fields: Callable[[T], RankFields], maximize: bool = True,
+           then: Callable[[T], tuple[float, ...]] | None = None) -> list[T]:
+    """``items`` best first by ``rank_key`` of ``fields(item)`` (and ``then(item)``)."""
+    return sorted(items, key=lambda item: rank_key(*fields(item), maximize,
+                                                   then(item) if then else ()))
 
 
-def best_job(items: Iterable[T], fields: Callable[[T], RankFields]) -> T | None:
+def best_job(items: Iterable[T], fields: Callable[[T], RankFields], maximize: bool = True,
+             then: Callable[[T], tuple[float, ...]] | None = None) -> T | None:
     """The best of ``items`` by ``rank_key`` (``None`` when none has an objective value)."""
-    order = ranked(items, fields)
-    return order[0] if order and _known(fields(order[0])[0]) else None
+    order = ranked(items, fields, maximize, then)
+    return order[0] if order and known(fields(order[0])[0]) else None
 
 
 def run_fields(objective: str) -> Callable[[Any], RankFields]:
@@ -118,10 +117,14 @@ def open_parent(
     return run_id
 
 
-def close_parent(uri: str, run_id: str, objective: str, failed_jobs: int = 0) -> None:
-    """Record the number of jobs, of failed jobs and the best child by ``objective``; end
-    the parent (FAILED when a job failed)."""
+def close_parent(uri: str, run_id: str, objective: Spec, failed_jobs: int = 0) -> None:
+    """Record the number of jobs, of failed jobs and the best child by the first of the
+    objectives (``run.objective``, in its direction); with several, the Pareto front's
+    children too (``sweep.pareto_runs``, ``sweep.pareto_jobs``); end the parent (FAILED
+    when a job failed)."""
     try:
+        objectives = parse(objective)
+        first = objectives[0]
         c = client(uri, write=True)
         parent = c.get_run(run_id)
         children = c.search_runs(
@@ -130,19 +133,39 @@ def close_parent(uri: str, run_id: str, objective: str, failed_jobs: int = 0) ->
             max_results=10000,
         )
         tags = {"sweep.jobs": str(len(children)), "sweep.failed_jobs": str(failed_jobs),
-                "sweep.objective": objective, "sweep.direction": DIRECTION}
+                "sweep.objective": ",".join(map(str, objectives)),
+                "sweep.direction": ",".join(o.direction for o in objectives)}
         metrics: dict[str, float] = {}
-        best = best_job(children, run_fields(objective))
+        rest = objectives[1:]
+        best = best_job(children, run_fields(first.name), first.maximize,
+                        lambda r: sort_key([r.data.metrics.get(o.name) for o in rest], rest))
         if best is not None:
             # the best child's metrics, so that MLflow's list view compares sweeps
-            metrics = {**best.data.metrics, f"best_{objective}": best.data.metrics[objective]}
+            metrics = {**best.data.metrics,
+                       f"best_{first.name}": best.data.metrics[first.name]}
             tags.update({"sweep.best_run_id": best.info.run_id,
                          "sweep.best_run_name": best.info.run_name or "",
                          "sweep.best_job_num": best.data.tags.get("hydra.job_num", "")})
+        if len(objectives) > 1:
+            points = [[r.data.metrics.get(o.name) for o in objectives] for r in children]
+            front = [children[i] for i in pareto_front(points, objectives)]
+            tags["sweep.pareto_runs"] = _capped([r.info.run_id for r in front])
+            tags["sweep.pareto_jobs"] = _capped(
+                [r.data.tags.get("hydra.job_num", "?") for r in front])
         _log(c, run_id, tags, metrics)
         c.set_terminated(run_id, "FAILED" if failed_jobs else "FINISHED")
     finally:
         os.environ.pop(PARENT_ENV, None)
+
+
+def _capped(items: list[str]) -> str:
+    """``items`` comma-separated, within MLflow's tag length (then ending ``,…``)."""
+    from mlflow.utils.validation import MAX_TAG_VAL_LENGTH
+
+    text = ",".join(items)
+    if len(text) <= MAX_TAG_VAL_LENGTH:
+        return text
+    return text[: text.rfind(",", 0, MAX_TAG_VAL_LENGTH - 2)] + ",…"
 
 
 def _log(c: Any, run_id: str, tags: dict[str, str], metrics: dict[str, float]) -> None:
