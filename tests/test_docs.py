@@ -211,11 +211,18 @@ SETTINGS_TABLES = {"retriever": "`retriever` key", "rerank": "`rerank` key"}
 def test_settings_table_matches_every_option_file(group: str) -> None:
     if not (CONF / group).is_dir():
         pytest.skip(f"no conf/{group}/")
-    header, rows = table_with_header(README, SETTINGS_TABLES[group])
-    columns = {ticked(h)[0]: h for h in header[1:] if ticked(h)}
+    # one table, or several side by side (each option in one of them)
+    found = [(h, rows) for h, rows in tables(README) if h[:1] == [SETTINGS_TABLES[group]]]
+    assert found, f"no README table headed {SETTINGS_TABLES[group]}"
+    columns: dict[str, tuple[str, dict[str, dict[str, str]]]] = {}
+    for header, rows in found:
+        by_key = {ticked(r[header[0]])[0]: r for r in rows}
+        for h in header[1:]:
+            if ticked(h):
+                assert ticked(h)[0] not in columns, f"{ticked(h)[0]} in two README tables"
+                columns[ticked(h)[0]] = (h, by_key)
     assert set(columns) == options(group), f"README {group} table columns vs conf/{group}/"
-    by_key = {ticked(r[header[0]])[0]: r for r in rows}
-    for option, column in columns.items():
+    for option, (column, by_key) in columns.items():
         keys = option_keys(CONF / group / f"{option}.yaml")
         documented = {k for k, r in by_key.items() if r[column] != DASH}
         assert documented == set(keys), f"README {group} table, column {option!r} vs its keys"
