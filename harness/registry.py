@@ -96,13 +96,27 @@ def trust_patterns(setting: Any = None) -> tuple[str, ...]:
                 "(mypkg.search.MyRetriever) or a package and .* (mypkg.*)"
             )
         top = pattern.split(".")[0]
-        if top in ("harness", "hydra", "omegaconf", "builtins") or top in sys.stdlib_module_names:
+        if _untrustable(top):
             raise ConfigError(
                 f"{where}: {pattern!r} would let a config call {top}'s functions; trust "
                 "your own package only (e.g. mypkg.*)"
             )
         out.append(pattern)
     return tuple(dict.fromkeys(out))
+
+
+def _untrustable(top: str) -> bool:
+    """Whether trusting package ``top`` would let a config call any code."""
+    return top in ("harness", "hydra", "omegaconf", "builtins") or top in sys.stdlib_module_names
+
+
+def _how_to_trust(path: Any) -> str:
+    """What to do about an untrusted import path, for its error line."""
+    package = path.split(".")[0] if isinstance(path, str) and path else "mypkg"
+    if _untrustable(package):
+        return f"{package} is not a package a config may call (name your own code)"
+    return (f"to run your own code, trust its package with trusted_targets=[{package}.*] "
+            f"(or {TRUST_ENV}={package}.*)")
 
 
 @contextmanager
@@ -138,12 +152,10 @@ def trusted(where: str, target: Any) -> str:
     if isinstance(target, str) and (target in TRUSTED_TARGETS or user_trusted(target)):
         return target
     hint = closest(target, TRUSTED_TARGETS) if isinstance(target, str) else ""
-    package = target.split(".")[0] if isinstance(target, str) and target else "mypkg"
     if isinstance(target, str) and not target.startswith("harness."):
         raise ConfigError(
             f"{where}._target_: {target!r} is not a harness component{hint} and is not "
-            f"trusted; to run your own code, trust its package with trusted_targets=[{package}.*] "
-            f"(or {TRUST_ENV}={package}.*); nothing was imported"
+            f"trusted; {_how_to_trust(target)}; nothing was imported"
         )
     raise ConfigError(
         f"{where}._target_: {target!r} is not a harness component{hint}; a config may only "
@@ -152,16 +164,19 @@ def trusted(where: str, target: Any) -> str:
     )
 
 
+def check_trusted(where: str, path: Any) -> str:
+    """``path`` if the user's trust setting admits it, else a one-line ``ConfigError``
+    (nothing is imported)."""
+    if not isinstance(path, str) or not user_trusted(path):
+        raise ConfigError(f"{where}: {path!r} is not trusted; {_how_to_trust(path)}; "
+                          "nothing was imported")
+    return path
+
+
 def trusted_callable(where: str, path: Any) -> Callable[..., Any]:
     """The function or class at import path ``path`` (a setting such as ``retriever.factory``),
     admitted by the user's trust setting; one-line ``ConfigError`` otherwise, before import."""
-    if not isinstance(path, str) or not user_trusted(path):
-        package = path.split(".")[0] if isinstance(path, str) and path else "mypkg"
-        raise ConfigError(
-            f"{where}: {path!r} is not trusted; trust your package with "
-            f"trusted_targets=[{package}.*] (or {TRUST_ENV}={package}.*); nothing was imported"
-        )
-    found: Callable[..., Any] = locate(where, path)
+    found: Callable[..., Any] = locate(where, check_trusted(where, path))
     if not callable(found):
         raise ConfigError(f"{where}: {path!r} is not a class or function")
     return found

@@ -328,3 +328,22 @@ def test_nested_parts_metrics_and_index_facts_are_summed() -> None:
     assert line == ("retrieval p50 8.2 ms  p95 10.8 ms  max 228 ms (300 calls of 1 query; the "
                     "first 2.87 s); index built in 192 s, 7.96 MB; judge 3.25 s")
     assert latency_line({"scoring_s": 1.0}) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["retriever=custom", "retriever._target_=subprocess.run"],
+         "retriever._target_: 'subprocess.run' is not a harness component and is not trusted; "
+         "subprocess is not a package a config may call"),
+        (["retriever=langchain", "retriever.factory=os.system"],
+         "retriever.factory: 'os.system' is not trusted; os is not a package a config may call"),
+        (["retriever=llamaindex", "retriever.factory=mypkg.make"],
+         "retriever.factory: 'mypkg.make' is not trusted; to run your own code, trust its "
+         "package with trusted_targets=[mypkg.*]"),
+    ],
+)
+def test_the_standard_library_is_never_suggested_for_trust(
+    tmp_path: Path, args: list[str], fragment: str
+) -> None:
+    fails(run_cli(*args, *BEIR, "tracking=none", cwd=tmp_path), fragment, "nothing was imported")

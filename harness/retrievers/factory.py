@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.registry import trusted_callable
+from harness.registry import check_trusted, trusted_callable
 from harness.retrievers.extras import require_extra
 from harness.retrievers.search import SearchRetriever
 from harness.retrievers.topk import Count
@@ -46,6 +46,7 @@ class FactoryRetriever(SearchRetriever):
         top_k: Count | None = None,
         max_concurrency: Count = 8,
     ) -> None:
+        check_trusted("retriever.factory", factory)  # before anything is imported
         require_extra(self.modules, f"retriever={self.kind}", self.extra)
         super().__init__(top_k)
         if not isinstance(id_key, str) or not id_key:
