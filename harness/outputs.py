@@ -61,14 +61,16 @@ def check_folder(folder: str | Path, setting: str) -> Path:
     return path
 
 
-def claim(folder: Path) -> None:
-    """Mark ``folder`` as being written by this process (refused if another run has it)."""
+def claim(folder: Path, setting: str = "hydra.run.dir") -> None:
+    """Mark ``folder`` as being written by this process (refused if another run has it,
+    naming ``setting``: two runs started at once both pass ``check_folder``)."""
     marker = folder / RUNNING
     try:
         fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         raise ConfigError(
-            f"{folder}: another run is writing there ({marker} exists); choose another folder"
+            f"{setting}={folder}: another run is writing there ({marker} exists); a run never "
+            "writes over another's outputs: choose a new folder (or leave it unset for a fresh one)"
         ) from None
     except OSError as e:
         raise OutputError(f"cannot write into {folder} ({reason(e)})") from None

@@ -302,3 +302,19 @@ def test_a_failing_job_is_counted_on_the_parent_run(tmp_path: Path, mlflow_store
     assert parent.info.status == "FAILED"
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert sorted(r.info.status for r in children) == ["FAILED", "FINISHED"]
+
+
+def test_the_losing_claim_of_a_race_names_the_setting(tmp_path: Path) -> None:
+    """Two runs started at once both pass the folder check; the second to claim it gets the
+    same kind of line as a run refused up front (one line naming hydra.run.dir)."""
+    from harness.errors import ConfigError
+    from harness.outputs import RUNNING, check_folder, claim, release
+
+    folder = check_folder(tmp_path / "shared", "hydra.run.dir")
+    claim(folder)
+    with pytest.raises(ConfigError) as e:
+        claim(folder)
+    assert str(e.value).startswith(f"hydra.run.dir={folder}: another run is writing there")
+    release(folder)
+    assert not (folder / RUNNING).exists()
+    claim(folder)  # free again
