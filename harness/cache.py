@@ -5,10 +5,11 @@
     python -m harness.cache prune --prompt 3f2a9c     # delete one prompt version's entries
     python -m harness.cache prune --model gpt-4o-mini
     python -m harness.cache info --cache-path FILE    # or judge.cache_path=FILE, as for a run
+    python -m harness.cache info --url postgresql://USER@HOST/DB   # or judge.cache_url=URL
 
 ``prune`` deletes only what its conditions match, all of them at once; without a condition
-it deletes nothing. A missing, corrupt or unusable cache file is one ``error:`` line and
-exit code 2.
+it deletes nothing. A missing, corrupt or unusable cache file (or an unreachable or
+refusing PostgreSQL server) is one ``error:`` line and exit code 2.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from typing import Any
 
 from harness.errors import ConfigError, HarnessError
 from harness.judges.cache import VerdictCache, default_path
+from harness.judges.cache_pg import check_url
+from harness.judges.cache_pg_schema import PgCacheAdmin
+from harness.redact import redact, redact_uri
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _HEX = frozenset("0123456789abcdef")
@@ -38,17 +42,21 @@ def parse_age(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def summary(cache: VerdictCache) -> dict[str, Any]:
-    """Size on disk and entries grouped by model, prompt and variant."""
+def summary(cache: VerdictCache | PgCacheAdmin) -> dict[str, Any]:
+    """Size (on disk, or on the server) and entries grouped by model, prompt and variant."""
     groups, _ = cache.query(
         "SELECT model, prompt_sha, variant, COUNT(*), MIN(created), MAX(created), "
         "SUM(prompt_tokens), SUM(completion_tokens) FROM replies "
         "GROUP BY model, prompt_sha, variant ORDER BY MAX(created) DESC"
     )
-    files = (cache.path, Path(f"{cache.path}-wal"), Path(f"{cache.path}-shm"))
+    if isinstance(cache, PgCacheAdmin):
+        where, size = cache.location, cache.size_bytes()
+    else:
+        files = (cache.path, Path(f"{cache.path}-wal"), Path(f"{cache.path}-shm"))
+        where, size = str(cache.path), sum(p.stat().st_size for p in files if p.exists())
     return {
-        "path": str(cache.path),
-        "bytes": sum(p.stat().st_size for p in files if p.exists()),
+        "path": where,
+        "bytes": size,
         "entries": sum(g[3] for g in groups),
         "groups": [
             {
@@ -110,7 +118,7 @@ def conditions(
 
 
 def prune(
-    cache: VerdictCache,
+    cache: VerdictCache | PgCacheAdmin,
     *,
     older_than_s: float | None = None,
     prompt_sha: str | None = None,
@@ -123,7 +131,8 @@ def prune(
     """
     where, args = conditions(older_than_s=older_than_s, prompt_sha=prompt_sha, model=model)
     _, removed = cache.query(f"DELETE FROM replies WHERE {where}", args)
-    cache.query("PRAGMA wal_checkpoint(TRUNCATE)")
+    if isinstance(cache, VerdictCache):
+        cache.query("PRAGMA wal_checkpoint(TRUNCATE)")
     return removed
 
 
@@ -157,13 +166,46 @@ def _print_info(info: dict[str, Any]) -> None:
 
 
 def _hydra_style(argv: list[str]) -> list[str]:
-    """``judge.cache_path=FILE`` (a run's setting, as written for ``python -m harness``)
-    read as ``--cache-path FILE``."""
+    """``judge.cache_path=FILE`` and ``judge.cache_url=URL`` (a run's settings, as written
+    for ``python -m harness``) read as ``--cache-path FILE`` and ``--cache-url URL``."""
+    flags = {"judge.cache_path": "--cache-path", "judge.cache_url": "--cache-url"}
     out = []
     for arg in argv:
         key, sep, value = arg.partition("=")
-        out += ["--cache-path", value] if sep and key.lstrip("+") == "judge.cache_path" else [arg]
+        flag = flags.get(key.lstrip("+")) if sep else None
+        out += [flag, value] if flag else [arg]
     return out
+
+
+def _flag(given: list[str], flags: tuple[str, ...], default: str) -> str:
+    """The name under which a setting was given (for messages)."""
+    names = {a.partition("=")[0].lstrip("+") for a in given}
+    return next((f for f in flags if f in names), default)
+
+
+def _open(args: argparse.Namespace, given: list[str]) -> VerdictCache | PgCacheAdmin | None:
+    """The cache named (``None``: none yet, for ``info``); ``ConfigError`` when unusable."""
+    if args.url is not None:
+        if args.path is not None:
+            raise ConfigError("give the cache file (--path) or the PostgreSQL cache (--url), "
+                              "not both")
+        setting = _flag(given, ("judge.cache_url", "--url"), "--cache-url")
+        admin = PgCacheAdmin(check_url(args.url, setting), prune=args.command == "prune",
+                             setting=setting)
+        if admin.exists:
+            return admin
+        admin.close()
+        if args.command == "info":
+            return None
+        raise ConfigError(f"{setting}={admin.location}: no verdict cache in this database yet "
+                          "(judged runs create it)")
+    if args.path is not None and not args.path.strip():
+        flag = _flag(given, ("--path", "judge.cache_path"), "--cache-path")
+        raise ConfigError(f"{flag} is empty: give the cache file, or leave {flag} out")
+    path = Path(args.path).expanduser() if args.path is not None else default_path()
+    if args.command == "info" and _not_yet(path):
+        return None
+    return VerdictCache(path, create=False, write=args.command == "prune")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         f"the cache file, as judge.cache_path names it for a run (default: {default_path()}); "
         "judge.cache_path=FILE and --path FILE work too"
     )
+    url_help = ("a PostgreSQL cache, as judge.cache_url names it for a run "
+                "(postgresql://USER@HOST:PORT/DB; the password in it or in PGPASSWORD)")
     parser.add_argument("--cache-path", "--path", dest="path", default=None, help=path_help)
+    parser.add_argument("--cache-url", "--url", dest="url", default=None, help=url_help)
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="size and entries by model, prompt and variant")
     info.add_argument("--json", action="store_true", help="print JSON")
@@ -184,30 +229,30 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument(
             "--cache-path", "--path", dest="path", default=argparse.SUPPRESS, help=path_help
         )
+        command.add_argument(
+            "--cache-url", "--url", dest="url", default=argparse.SUPPRESS, help=url_help
+        )
     cut.add_argument("--older-than", type=parse_age, help="age such as 30d, 12h, 90m")
     cut.add_argument("--prompt", help="prompt sha256 (or a prefix of it)")
     cut.add_argument("--model", help="judge model name")
     given = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(_hydra_style(given))
     try:
-        if args.path is not None and not args.path.strip():
-            flag = next((f for f in ("--path", "judge.cache_path") for a in given
-                         if a.partition("=")[0].lstrip("+") == f), "--cache-path")
-            raise ConfigError(f"{flag} is empty: give the cache file, or leave {flag} out")
-        path = Path(args.path).expanduser() if args.path is not None else default_path()
         filters: dict[str, Any] = {}
         if args.command == "prune":
             filters = {"older_than_s": args.older_than, "prompt_sha": args.prompt,
                        "model": args.model}
             conditions(**filters)  # checked before the file is opened
-        if args.command == "info" and _not_yet(path):
-            empty = {"path": str(path), "bytes": 0, "entries": 0, "groups": []}
+        cache = _open(args, given)
+        if cache is None:
+            where = redact_uri(args.url) if args.url is not None else str(
+                Path(args.path).expanduser() if args.path is not None else default_path())
+            empty = {"path": where, "bytes": 0, "entries": 0, "groups": []}
             if args.json:
                 print(json.dumps(empty, indent=2))
             else:
-                print(f"{path}: no verdict cache yet (judged runs create it)")
+                print(f"{where}: no verdict cache yet (judged runs create it)")
             return 0
-        cache = VerdictCache(path, create=False, write=args.command == "prune")
         try:
             if args.command == "info":
                 result = summary(cache)
@@ -220,9 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             cache.close()
     except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {redact(str(e))}", file=sys.stderr)
         return 2
-    print(f"removed {removed:,} entries from {cache.path}")
+    shown = cache.location if isinstance(cache, PgCacheAdmin) else cache.path
+    print(f"removed {removed:,} entries from {shown}")
     return 0
 
 

@@ -19,6 +19,12 @@ MIN_SECRET = 6
 _SECRETS: set[str] = set()
 # scheme://userinfo@ : the userinfo is everything up to the last "@" before the host part.
 _URI_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@]*@)")
+# ...?password=...&  (libpq and SQLAlchemy URLs take credentials as query parameters too)
+_QUERY_CREDENTIALS = re.compile(
+    r"(?P<key>[?&](?:password|passwd|pwd|api_key|apikey|access_token|token|secret)=)"
+    r"(?P<value>[^&#\s'\"]+)",
+    re.IGNORECASE,
+)
 
 
 def register(secret: str | None) -> None:
@@ -49,6 +55,8 @@ def redact(text: str) -> str:
     """``text`` with URI credentials and registered secret values masked."""
     if "@" in text and "://" in text:
         text = _URI_CREDENTIALS.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    if "=" in text and "?" in text:
+        text = _QUERY_CREDENTIALS.sub(lambda m: f"{m['key']}{MASK}", text)
     for secret in _SECRETS:
         if secret in text:
             text = text.replace(secret, MASK)

@@ -169,6 +169,8 @@ class JudgeStats:
     saved_prompt_tokens: int = 0
     saved_completion_tokens: int = 0
     saved_cost_usd: float | None = 0.0
+    #: replies another process was paying for when this one asked (a shared cache_url)
+    cache_waits: int = 0
     #: pacing (``harness.judges.pacing``): most requests in flight at once, the limit at the
     #: end, halvings of the limit (429, 503, time-outs, dropped connections), time-outs
     peak_in_flight: int = 0

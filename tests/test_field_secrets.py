@@ -82,3 +82,20 @@ def test_credentials_in_a_sweep_override_reach_no_job_folder(tmp_path: Path) -> 
     assert leaks(result, sweep) == []
     assert len(list(sweep.glob("*/summary.json"))) == 2
     assert os.environ.get("HARNESS_SECRET_0") is None  # the test process is left as it was
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgresql://h:5432/db?user=u&password=s3cr3t&sslmode=require",
+         "postgresql://h:5432/db?user=u&password=***&sslmode=require"),
+        ("error at https://api.example/v1?api_key=abcdef123 (401)",
+         "error at https://api.example/v1?api_key=*** (401)"),
+        ("postgresql://u:pw@h/db?PASSWORD=x1", "postgresql://***@h/db?PASSWORD=***"),
+        ("a?b=c&d=e", "a?b=c&d=e"),
+    ],
+)
+def test_credentials_in_query_parameters_are_masked(text: str, expected: str) -> None:
+    from harness.redact import redact
+
+    assert redact(text) == expected

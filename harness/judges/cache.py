@@ -12,6 +12,9 @@ is refused when opened, before any judge call, with one line naming the file, th
 what to do (``ConfigError``). Later failures do not cost a run its paid verdicts: an
 unreadable entry is a miss (counted in ``unreadable``, asked again and replaced); a failed
 write prints one warning and the run goes on without storing.
+
+A team shares one cache in PostgreSQL instead (``judge.cache_url``: the same keys and
+entries, ``harness.judges.cache_pg``).
 """
 
 from __future__ import annotations
@@ -153,7 +156,7 @@ class VerdictCache:
             return None
         if row is None:
             return None
-        reply = _reply(row[0])
+        reply = usable_reply(row[0])
         if reply is None:
             self.unreadable += 1
         return reply
@@ -260,7 +263,7 @@ def _number(value: Any) -> bool:
     return math.isfinite(value) and value >= 0
 
 
-def _reply(text: Any) -> dict[str, Any] | None:
+def usable_reply(text: Any) -> dict[str, Any] | None:
     """A stored reply as the judge reads it, or ``None`` when it is not one (bad JSON, a
     field of the wrong type): the caller asks again and the entry is replaced."""
     try:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from harness.errors import JudgeParseError, JudgeReplyCut
-from harness.judges.cache import VerdictCache, cache_key, default_path
+from harness.judges import cached
 from harness.judges.checks import check_prices, check_settings, split_base_url
 from harness.judges.identity import AUTO
-from harness.judges.reply import clean_logprobs, clean_usage, reply_cut, tokens
+from harness.judges.reply import reply_cut, tokens
 from harness.judges.schemas import SCHEMAS
 from harness.judges.transport import ChatTransport, OutputMode
 from harness.protocols import Kind
@@ -64,6 +63,10 @@ class OpenAIJudge:
         cache: Keep every usable reply in a persistent cache and reuse it: a rerun, or a
             sweep whose retrievals overlap, pays for each distinct question once.
         cache_path: The cache file (``null``: ``$XDG_CACHE_HOME/harness/verdicts.sqlite``).
+        cache_url: A PostgreSQL cache shared by every process and machine
+            (``postgresql://USER@HOST:PORT/DB``; the password in it or in ``PGPASSWORD``,
+            never printed): instead of the file. A key being paid for is claimed, so two
+            processes asking for it at once pay once (``harness.judges.cache_pg``).
         samples: Independent verdicts per judgement (for temperature > 0): draw ``i`` is
             sent with seed ``seed + i`` and cached on its own.
         vote: How several verdicts combine: ``majority`` (relevant iff at least half say
@@ -91,6 +94,7 @@ class OpenAIJudge:
         preflight_timeout: float = 10.0,
         cache: bool = True,
         cache_path: str | None = None,
+        cache_url: str | None = None,
         samples: int = 1,
         vote: Literal["majority", "mean"] = "majority",
     ) -> None:
@@ -119,9 +123,11 @@ class OpenAIJudge:
         )
         self.parse_retries, self.top_logprobs = parse_retries, top_logprobs
         self.cache_enabled, self.cache_path = cache, cache_path
+        self.cache_url = cached.check_location(cache_path, cache_url) if cache else None
         self.samples = samples
         self.vote: str = vote
-        self._cache: VerdictCache | None = None
+        self._cache: cached.ReplyStore | None = None
+        self._opening: asyncio.Future[cached.ReplyStore] | None = None
         self._resolving: asyncio.Future[None] | None = None
 
     @property
@@ -157,18 +163,15 @@ class OpenAIJudge:
             "extra_body": t.extra_body,
             "samples": self.samples,
             "vote": self.vote,
-            "cache": str(self._cache_file()) if self.cache_enabled else None,
+            "cache": cached.location(self.cache_path, self.cache_url, on=self.cache_enabled),
             **t.identity.describe(t.model),
             **({"cost_unknown": why} if (why := t.unpriced()) else {}),
         }
 
-    def _cache_file(self) -> Path:
-        return Path(self.cache_path).expanduser() if self.cache_path else default_path()
-
     async def preflight(self) -> None:
         """Check, before the first judge call, that the verdict cache opens and the endpoint
         answers and accepts the key."""
-        self._open_cache()  # an unusable cache is refused before any request
+        await self._open_cache()  # an unusable cache is refused before any request
         await self.transport.preflight()
 
     async def ask(
@@ -203,32 +206,24 @@ class OpenAIJudge:
         """
         if self.transport.model == AUTO:
             await self._resolve()
-        key = None
-        cache = self._open_cache()
-        if cache is not None:
-            parts: dict[str, Any] = {
-                "v": 1,
-                "endpoint": self._endpoint_key,
-                "variant": variant,
-                "prompt_sha256": prompt_sha,
-                "request": self.transport.body(messages, kind, logprobs, draw, items).decode(),
-            }
-            served = self.transport.identity.key(self.model)
-            if served is not None:  # the server said which weights answer
-                parts["served"] = served
-            key = cache_key(parts)
-            hit = cache.get(key)
-            if isinstance(hit, dict) and isinstance(hit.get("content"), str):
-                usage = clean_usage(hit.get("usage"))
-                hit_logprobs = clean_logprobs({"content": hit.get("logprobs")})
-                try:
-                    value = parse(Completion(hit["content"], hit_logprobs, usage))
-                except JudgeParseError:
-                    pass  # an entry our parser no longer accepts: ask again
-                else:
-                    self._count_hit(usage)
-                    return value
-            self.stats.cache_misses += 1
+        store = await self._open_cache()
+
+        async def call() -> tuple[T, Completion]:
+            return await self._fresh(messages, kind, parse, logprobs, draw, items)
+
+        if store is None:
+            return (await call())[0]
+        body = self.transport.body(messages, kind, logprobs, draw, items)
+        served = self.transport.identity.key(self.model)  # which weights answer, if told
+        key = cached.request_key(self._endpoint_key, variant, prompt_sha, body, served)
+        meta = {"model": self.model, "prompt_sha": prompt_sha, "variant": variant}
+        return await cached.through_cache(store, key, parse, call, stats=self.stats,
+                                   on_hit=self._count_hit, meta=meta)
+
+    async def _fresh(self, messages: list[dict[str, str]], kind: Kind,
+                     parse: Callable[[Completion], T], logprobs: bool, draw: int,
+                     items: int | None) -> tuple[T, Completion]:
+        """Ask the judge (re-asking after unusable replies): the value and its reply."""
         attempt_messages = messages
         error: JudgeParseError | None = None
         for _ in range(self.parse_retries + 1):
@@ -246,14 +241,7 @@ class OpenAIJudge:
                     raise reply_cut(self.transport.max_tokens, not cut) from None
                 error = e
             else:
-                if cache is not None and key is not None:
-                    cache.put(
-                        key,
-                        {"content": completion.content, "logprobs": completion.logprobs,
-                         "usage": completion.usage},
-                        model=self.model, prompt_sha=prompt_sha, variant=variant,
-                    )
-                return value
+                return value, completion
             last = messages[-1]
             attempt_messages = [
                 *messages[:-1],
@@ -269,9 +257,22 @@ class OpenAIJudge:
             f"unusable judge reply after {attempts} attempt{'s' if attempts > 1 else ''}: {error}"
         ))
 
-    def _open_cache(self) -> VerdictCache | None:
-        if self.cache_enabled and self._cache is None:
-            self._cache = VerdictCache(self._cache_file())
+    async def _open_cache(self) -> cached.ReplyStore | None:
+        """The cache, opened once (concurrent first calls share the opening)."""
+        if not self.cache_enabled:
+            return None
+        if self._cache is None:
+            if self._opening is None:
+                self._opening = asyncio.ensure_future(cached.open_store(
+                    self.cache_path, self.cache_url, lease_s=2 * self.transport.timeout,
+                    max_claims=self.transport.max_concurrency,
+                ))
+            opening = self._opening
+            try:
+                self._cache = await asyncio.shield(opening)
+            finally:
+                if opening is self._opening and opening.done():
+                    self._opening = None
         return self._cache
 
     def _count_hit(self, usage: Mapping[str, Any]) -> None:
@@ -291,6 +292,6 @@ class OpenAIJudge:
     async def aclose(self) -> None:
         """Close the HTTP client and the cache."""
         if self._cache is not None:
-            self._cache.close()
+            await self._cache.aclose()
             self._cache = None
         await self.transport.aclose()
