@@ -23,6 +23,7 @@ class SweepTracking(Callback):
 
     def __init__(self) -> None:
         self._tracker: Tracker | None = None
+        self._stopped = False  # the tracker stopped the command before any job ran
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Publish the swept keys; open the sweep's parent run before any job starts."""
@@ -39,21 +40,30 @@ class SweepTracking(Callback):
         from hydra.utils import execution_whitelist, instantiate
 
         from harness import __version__
+        from harness.cli_secrets import reveal
+        from harness.redact import redact
         from harness.registry import TRUSTED_TARGETS
 
         with execution_whitelist(TRUSTED_TARGETS):
             tracker: Tracker = instantiate(config.tracking, _convert_="all")
         sweep_dir = str(config.hydra.sweep.dir)
+        # unresolved: a credential-bearing override is a reference to its hidden value here
+        task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+        assert isinstance(task, list)
         tags = {
             "harness.version": __version__,
             "harness.sweep": "parent",
             "hydra.sweep_dir": sweep_dir,
             "hydra.sweeper": str(config.hydra.sweeper.get("_target_", "")),
             "hydra.launcher": str(config.hydra.launcher.get("_target_", "")),
-            "sweep.overrides": " ".join(config.hydra.overrides.task)[:5000],
-            "sweep.params": str(params)[:5000],
+            "sweep.overrides": reveal(redact(" ".join(map(str, task))))[:5000],
+            "sweep.params": reveal(redact(str(params)))[:5000],
         }
-        tracker.begin_sweep(sweep_dir, tags, swept)
+        try:
+            tracker.begin_sweep(sweep_dir, tags, swept)
+        except SystemExit:  # a store that cannot be used ends the command before any job
+            self._stopped = True
+            raise
         self._tracker = tracker
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -65,6 +75,10 @@ class SweepTracking(Callback):
         from harness.guard import failed_jobs
         from harness.tracking.names import SWEEP_KEYS_ENV, swept_keys
 
+        if self._stopped:  # its one line said that no job has run: no report, no ranking
+            self._stopped = False
+            os.environ.pop(SWEEP_KEYS_ENV, None)
+            return
         if config.get("run", {}).get("report", True):
             from harness.report.sweep import sweep_report
 

@@ -19,6 +19,7 @@ from typing import Any
 from harness.errors import TrackingError
 from harness.redact import redact, redact_uri
 from harness.text import clip
+from harness.tracking import server
 from harness.types import RunRecord
 
 _CLIENTS: dict[str, Any] = {}
@@ -67,6 +68,7 @@ def client(uri: str, *, write: bool = False) -> Any:
 
                 from mlflow.tracking import MlflowClient
 
+                server.check(uri)  # a tracking server that is down or refuses us: one line
                 # "Creating initial MLflow database tables..." is MLflow's business
                 logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
                 c = MlflowClient(tracking_uri=uri)
