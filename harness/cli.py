@@ -55,6 +55,21 @@ def _refuse_untrusted_hydra_targets(args: list[str]) -> None:
                 sys.exit(2)
 
 
+def _check_ray_cluster(args: list[str]) -> None:
+    """``hydra/launcher=ray_cluster``: a cluster answers, and no secret must travel."""
+    from harness import ray_check
+
+    if ray_check.uses_ray_cluster(args) and not _NO_RUN.difference({"-m", "--multirun"}) \
+            .intersection(args):
+        from harness.errors import ConfigError
+
+        try:
+            ray_check.check(args)
+        except ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+
+
 def custom_settings(args: list[str]) -> list[str]:
     """With ``retriever=custom``, ``retriever.KEY=VALUE`` adds a setting of the user's own
     retriever (``++``: Hydra refuses a plain key that ``custom.yaml`` cannot declare)."""
@@ -109,6 +124,7 @@ def main() -> None:
     signal.signal(signal.SIGHUP, _on_signal)
     sys.argv[1:] = custom_settings(hide(sys.argv[1:]))
     _refuse_untrusted_hydra_targets(sys.argv[1:])
+    _check_ray_cluster(sys.argv[1:])
     if not _NO_RUN.intersection(sys.argv[1:]):
         # Start the tracker's slow imports (MLflow: 2-3 s) now, in parallel with Hydra.
         tracker = tracker_class(sys.argv[1:])
