@@ -83,6 +83,7 @@ def evaluate(
     from harness.build import build, instantiate
     from harness.cli import custom_settings
     from harness.datasets.memory import RecordsDataset
+    from harness.errors import ConfigError
     from harness.job import Job
     from harness.runner import job_config
 
@@ -90,6 +91,11 @@ def evaluate(
     cfg = composed((f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
                     "run.report=false", *custom_settings(list(overrides))))
     parts = build(cfg, dataset=RecordsDataset(samples, fields))
+    if parts.settings.shards > 1:
+        parts.close()
+        raise ConfigError("run.shards: the Python API scores samples in this process; shard a "
+                          "big dataset file from the command line (python -m harness "
+                          "run.shards=N dataset=jsonl dataset.path=FILE)")
     choices = {"dataset": "records", "retriever": "precomputed", "metric": metric,
                "tracking": tracking.split("=")[1]}
     with tempfile.TemporaryDirectory(prefix="harness-") as tmp:

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from harness.validation import Range, check_arguments
 
@@ -52,6 +52,11 @@ class RunSettings:
             query alone, as a user's request would be served, for the latency percentiles
             (``retrieval_p50_ms``, ...); larger batches are faster for batched retrievers,
             and the percentiles are then per call.
+        shards: Split the evaluation into this many contiguous shards scored in parallel
+            and merged into one run with the numbers of one process (``harness.shards``);
+            judge-free metrics only.
+        shard_backend: Where the shards run: ``processes`` (local worker processes) or
+            ``ray`` (actors on the Ray cluster ``ray.init()`` finds, e.g. ``RAY_ADDRESS``).
     """
 
     seed: int = 0
@@ -70,6 +75,8 @@ class RunSettings:
     row_text_chars: Annotated[int, Range(ge=0)] | None = 300
     report: bool = True
     retrieval_batch_size: Annotated[int, Range(ge=1)] = 1
+    shards: Annotated[int, Range(ge=1)] = 1
+    shard_backend: Literal["processes", "ray"] = "processes"
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

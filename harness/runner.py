@@ -55,6 +55,10 @@ def run(cfg: DictConfig) -> JobValue:
     try:
         scrub_hydra_files(out_dir)
         parts = build(cfg)
+        if parts.settings.shards > 1:  # one evaluation, scored by workers (harness.shards)
+            from harness.shards import sharded
+
+            parts.task = sharded(parts.task)
         choices = choices_of(cfg, parts, dict(hc.runtime.choices))
         job = Job(
             config=job_config(cfg),

@@ -347,3 +347,11 @@ def test_the_standard_library_is_never_suggested_for_trust(
     tmp_path: Path, args: list[str], fragment: str
 ) -> None:
     fails(run_cli(*args, *BEIR, "tracking=none", cwd=tmp_path), fragment, "nothing was imported")
+
+
+def test_python_api_refuses_shards_in_one_line() -> None:
+    from harness import evaluate
+
+    with pytest.raises(ConfigError, match=r"^run.shards: the Python API scores samples in this"):
+        evaluate([{"user_input": "q", "reference_context_ids": ["d1"],
+                   "retrieved_context_ids": ["d1"]}], "id_ranked", overrides=["run.shards=2"])

@@ -134,6 +134,13 @@ class MappedColumns:
         if self.unseen and len(self._keys) < _MAX_KEYS:
             self._keys.update(k for k in raw if isinstance(k, str))
 
+    def absorb(self, other: MappedColumns) -> None:
+        """Take in what a reader of another part of the same stream noted (a shard)."""
+        self._count += other._count
+        self.unseen = {c: f for c, f in self.unseen.items() if c in other.unseen}
+        if self.unseen and len(self._keys) < _MAX_KEYS:
+            self._keys.update(other._keys)
+
     def check(self, columns: Collection[str], where: str, line: int | None = None) -> None:
         """Raise ``DatasetError`` for a mapped column not in ``columns`` (a header, a
         schema), which are ``where`` ("not in the header")."""

@@ -43,7 +43,7 @@ class Evaluate:
         """
         metric_name = job.choices.get("metric", parts.metric.name)
         timed = parts.retriever = timed_retriever(parts)
-        batches, total = plan(parts)
+        batches, total = self.plan(parts, job)
         described = parts.metric.describe()
         tags = base_tags(job)
         if "prompt" in described:
@@ -60,7 +60,7 @@ class Evaluate:
                 open(partial, "w", encoding="utf-8") as sink,
             ):
                 timed.mark()
-                tally = score(parts, batches, sink, progress)
+                tally = self.score(parts, job, batches, sink, progress)
         finally:
             if bar is not None:
                 bar.close()
@@ -69,8 +69,7 @@ class Evaluate:
             partial.unlink(missing_ok=True)
             raise DatasetError(parts.dataset.source, "contains no records")
         # cut-offs above the retrieval's depth leave the rows too (summary retrieval_cutoffs)
-        strip_keys(partial, dropped_names(tally.retrieval_ks, tally.retrieval_depth,
-                                          tally.beyond_depth) if tally.n_retrieval else ())
+        strip_keys(partial, self.dropped(tally))
         finalise(samples_path)
 
         sha = parts.dataset.sha256()
@@ -152,6 +151,23 @@ class Evaluate:
         if gate:
             raise GateFailed(gate, objective)
         return summary, objective
+
+    def plan(self, parts: Parts, job: Job) -> tuple[Iterable[list[RagSample]], int]:
+        """The batches to score, and how many samples (``harness.shards`` overrides the
+        scoring steps to split the run among worker processes)."""
+        return plan(parts)
+
+    def score(self, parts: Parts, job: Job, batches: Iterable[list[RagSample]], sink: Any,
+              progress: Callable[[int], None] | None) -> Tally:
+        """Score ``batches``, the rows to ``sink``."""
+        return score(parts, batches, sink, progress)
+
+    def dropped(self, tally: Tally) -> list[str]:
+        """Keys to strip from the rows: the cut-offs above the retrieval's depth, which
+        leave the summary too (``retrieval_cutoffs``)."""
+        if not tally.n_retrieval:
+            return []
+        return dropped_names(tally.retrieval_ks, tally.retrieval_depth, tally.beyond_depth)
 
 
 def broken_limit(tally: Tally, job: Job, parts: Parts, rows: Path) -> str | None:
