@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import common
-from bench_stream import write_dataset
+from bench_stream import generated
 
 N_FULL, N_SMALL = 1_000_000, 100_000
 #: Summary keys that say how long or where: the rest must be equal across variants.
@@ -97,12 +97,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench_shards_") as tmp:
         work = Path(tmp)
-        data = work / "ids.jsonl"
-        t0 = time.perf_counter()
-        write_dataset(data, n)
-        gen_s = time.perf_counter() - t0
-        size_mb = data.stat().st_size / 2**20
-        print(f"wrote {n:,} records ({size_mb:.0f} MiB) in {gen_s:.1f} s")
+        data, size_mb, gen_s = generated(work, n)
         runs: dict[int, list[dict[str, Any]]] = {s: [] for s in variants}
         for r in range(args.rounds):
             order = variants[r % len(variants):] + variants[: r % len(variants)]

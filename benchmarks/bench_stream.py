@@ -34,6 +34,18 @@ N_FULL, N_SMALL = 1_000_000, 100_000
 RSS_LIMIT_MB = 1024
 
 
+def generated(work: Path, n: int) -> tuple[Path, float, float]:
+    """``work/ids.jsonl`` with ``n`` records from ``write_dataset``, its size (MiB) and the
+    seconds it took (printed too)."""
+    data = work / "ids.jsonl"
+    t0 = time.perf_counter()
+    write_dataset(data, n)
+    gen_s = time.perf_counter() - t0
+    size_mb = data.stat().st_size / 2**20
+    print(f"wrote {n:,} records ({size_mb:.0f} MiB) in {gen_s:.1f} s")
+    return data, size_mb, gen_s
+
+
 def write_dataset(path: Path, n: int, seed: int = 0) -> None:
     """``n`` id_based records; each retrieved id is a reference id with probability 0.4."""
     rng = random.Random(seed)
@@ -109,12 +121,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench_stream_") as tmp:
         work = Path(tmp)
-        data = work / "ids.jsonl"
-        t0 = time.perf_counter()
-        write_dataset(data, n)
-        gen_s = time.perf_counter() - t0
-        size_mb = data.stat().st_size / 2**20
-        print(f"wrote {n:,} records ({size_mb:.0f} MiB) in {gen_s:.1f} s")
+        data, size_mb, gen_s = generated(work, n)
 
         runs = []
         for i in range(args.repeats):
