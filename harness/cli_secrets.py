@@ -16,20 +16,32 @@ import re
 from harness.redact import redact
 
 PREFIX = "HARNESS_SECRET_"
-_REFERENCE = re.compile(r"\$\{oc\.env:(" + PREFIX + r"\d+)\}")
+# Hydra's override_dirname escapes the reference: $\{oc.env\:HARNESS_SECRET_0\}
+_REFERENCE = re.compile(r"\$\\?\{oc\.env\\?:(" + PREFIX + r"\d+)\\?\}")
+#: A sweep's list of URIs (``a://...,b://...``): each is hidden on its own, so it stays a sweep.
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def hide(args: list[str]) -> list[str]:
-    """``args`` with each credential-bearing override value moved to the environment."""
+    """``args`` with each credential-bearing override value moved to the environment (each
+    element of a sweep's comma-separated list of URIs on its own)."""
     out = []
     for arg in args:
         key, sep, value = arg.partition("=")
         if sep and not key.startswith("-") and redact(value) != value:
-            name = f"{PREFIX}{sum(k.startswith(PREFIX) for k in os.environ)}"
-            os.environ[name] = value
-            arg = f"{key}=${{oc.env:{name}}}"
+            parts = value.split(",")
+            if len(parts) < 2 or not all(_URI.match(p.strip()) for p in parts):
+                parts = [value]
+            arg = f"{key}=" + ",".join(_hidden(p) if redact(p) != p else p for p in parts)
         out.append(arg)
     return out
+
+
+def _hidden(value: str) -> str:
+    """A reference to a new environment variable holding ``value``."""
+    name = f"{PREFIX}{sum(k.startswith(PREFIX) for k in os.environ)}"
+    os.environ[name] = value
+    return f"${{oc.env:{name}}}"
 
 
 def reveal(text: str) -> str:

@@ -84,6 +84,28 @@ def test_credentials_in_a_sweep_override_reach_no_job_folder(tmp_path: Path) -> 
     assert os.environ.get("HARNESS_SECRET_0") is None  # the test process is left as it was
 
 
+def test_a_swept_list_of_credentialed_urls_stays_a_sweep(tmp_path: Path,
+                                                          mlflow_store: str) -> None:
+    """Each URL of ``a,b`` is hidden on its own: two jobs, each with its own URL, shown
+    masked in the console and MLflow, the password nowhere."""
+    urls = [f"http://bob:{SECRET}@127.0.0.1:{free_port()}/v{i}" for i in (1, 2)]
+    sweep = tmp_path / "sweep"
+    result = run_cli("-m", "metric=id_based", f"judge.base_url={','.join(urls)}",
+                     "experiment_name=swept_secrets", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+                     env={"MLFLOW_TRACKING_URI": mlflow_store})
+    assert result.returncode == 0, result.stderr
+    assert leaks(result, sweep) == []
+    configs = sorted((sweep / str(n) / "config.yaml").read_text() for n in (0, 1))
+    assert len(configs) == 2 and configs[0] != configs[1]  # two jobs, two URLs
+    for url in urls:  # the console ranks both jobs, each URL masked
+        masked = "http://***@" + url.split("@", 1)[1]
+        assert f"judge.base_url={masked}" in result.stdout
+    runs = mlflow_runs.runs(mlflow_store, "swept_secrets")
+    assert len(runs) == 3
+    assert not any(SECRET in str(r.data.params) + str(r.data.tags) + (r.info.run_name or "")
+                   for r in runs)
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
