@@ -16,8 +16,6 @@ from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from harness.protocols import Retriever
 from harness.types import Corpus, RagSample
 
@@ -93,6 +91,8 @@ class Timed:
         if self.per_call is None:
             out["retrieval"] = "not measured: the dataset's own chunks, nothing is searched"
         elif len(self.latencies):
+            import numpy as np  # here, not at start-up: most of a run never needs it
+
             ms = np.frombuffer(self.latencies, dtype=np.float64) * 1000.0
             # the first call often loads a model or opens a connection: it is shown on its
             # own and left out of the percentiles (unless it is the only one)

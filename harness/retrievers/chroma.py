@@ -105,9 +105,10 @@ class Chroma(CorpusRetriever):
                 f"start and end with a letter or digit, or null, got {collection!r}"
             )
         super().__init__(top_k, chunk_size, chunk_overlap)
+        # the encoder and the embedding cache only: Chroma holds the index (no FAISS)
         self.dense = Dense(model=model, top_k=top_k, batch_size=batch_size,
                            chunk_size=chunk_size, chunk_overlap=chunk_overlap, device=device,
-                           cache=cache)
+                           cache=cache, index="exact")
         self.space, self.hnsw_m = space, hnsw_m
         self.ef_construction, self.ef_search = ef_construction, ef_search
         self.collection_setting, self.cache, self.ann_recall = collection, cache, ann_recall
@@ -126,11 +127,8 @@ class Chroma(CorpusRetriever):
             "hnsw_m": self.hnsw_m,
             "ef_construction": self.ef_construction,
             "ef_search": self.ef_search,
-            **self._embedding_settings(),
+            **self.dense.index_settings(),  # model, encoder recipe, chunking
         }
-
-    def _embedding_settings(self) -> dict[str, Any]:
-        return self.dense.index_settings()  # model, encoder recipe, chunking
 
     def index_corpus(self, corpus: Corpus) -> None:
         """Embed the chunks (or load them from the cache), then make sure the server holds
