@@ -2,7 +2,8 @@
 warm calls), and the judge paths through it against the test judge, each beside the same
 metric driven directly (``score_batch``, as bench_judge.py does) and the physical limit.
 
-The test judge runs in its own process, answers after ``--latency-ms`` and serves at most
+The test judge runs in its own process, answers after ``--latency-ms`` on average (jitter of
+``--latency-sd-ms``, 25 % by default) and serves at most
 ``--concurrency`` requests at once (``judge.max_concurrency`` is the same number), so N
 calls cannot finish faster than ``N * latency / concurrency``. The verdict cache is off
 (every call is paid). Ratios are measured within one run; no time is asserted.
@@ -114,7 +115,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         labels_path = Path(tmp) / "labels.json"
         labels_path.write_text(json.dumps(labels))
-        server, base_url = start_server(labels_path, args.latency_ms, args.concurrency)
+        server, base_url = start_server(labels_path, args.latency_ms, args.concurrency,
+                                        "--latency-sd-ms", str(args.latency_sd_ms))
         try:
             for r in range(args.rounds):  # interleaved: API, then direct, per variant
                 for kind, metric in variants.items():
@@ -138,7 +140,8 @@ def main() -> None:
 
     result: dict[str, Any] = {
         "benchmark": "bench_api", "machine": machine(), "n_samples": n, "chunks": 5,
-        "latency_ms": args.latency_ms, "server_concurrency": args.concurrency,
+        "latency_ms": args.latency_ms, "latency_sd_ms": args.latency_sd_ms,
+        "server_concurrency": args.concurrency,
         "pacing": args.pacing, "statistic": f"best of {args.rounds} rounds",
         "pacing_memory": "warm" if args.warm else "cold",
         "id_based_200": id_based, "runs": {},

@@ -1,7 +1,8 @@
 """LLM-judge throughput against the test judge: wall time vs the physical limit, and
 client CPU per judge call, for ours and for a straightforward use of the openai SDK.
 
-The test judge runs in its own process, answers after ``--latency-ms`` and serves at most
+The test judge runs in its own process, answers after ``--latency-ms`` on average (Gaussian
+jitter of ``--latency-sd-ms``, 25 % of it by default, as real servers vary) and serves at most
 ``--concurrency`` requests at once, so the fastest any client can finish N calls is
 ``N * latency / concurrency`` (the physical limit). CPU time is this process's
 (``time.process_time``: every thread, the judge loop included).
@@ -35,12 +36,16 @@ sys.path.insert(0, str(REPO))
 
 
 def start_server(
-    labels: Path, latency_ms: float, concurrency: int
+    labels: Path, latency_ms: float, concurrency: int | None, *extra: str
 ) -> tuple[subprocess.Popen[str], str]:
-    """Start the test judge in its own process; return it and its base URL."""
+    """Start the test judge in its own process (``extra``: more of its command-line knobs,
+    e.g. ``--latency-sd-ms 50``); return it and its base URL."""
+    knobs = ["--latency-ms", str(latency_ms), *extra]
+    if concurrency is not None:
+        knobs += ["--concurrency", str(concurrency)]
     proc = subprocess.Popen(
         [PYTHON, str(REPO / "tests" / "judge_server.py"), "--port", "0", "--labels", str(labels),
-         "--latency-ms", str(latency_ms), "--concurrency", str(concurrency)],
+         *knobs],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert proc.stdout is not None
@@ -49,6 +54,16 @@ def start_server(
         err = proc.stderr.read() if proc.stderr else ""
         raise RuntimeError(f"judge server did not start: {line!r} {err}")
     return proc, line.split(" ", 1)[1]
+
+
+def stop_server(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    """Stop the test judge; return its counters (``STATS`` on its stderr)."""
+    proc.terminate()
+    _, err = proc.communicate(timeout=10)
+    for line in err.splitlines():
+        if line.startswith("STATS "):
+            return dict(json.loads(line[len("STATS "):]))
+    return {}
 
 
 def make_samples(n: int, chunks: int) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -70,9 +85,13 @@ def make_samples(n: int, chunks: int) -> tuple[list[Any], list[dict[str, Any]]]:
 
 
 def run_ours(
-    base_url: str, samples: list[Any], metric_name: str, concurrency: int
+    base_url: str, samples: list[Any], metric_name: str, concurrency: int,
+    pacing: str = "adaptive", timeout: float = 60.0, model: str = "test-judge",
+    require_all: bool = True,
 ) -> dict[str, Any]:
-    """Our metric, as the runner drives it (one batch)."""
+    """Our metric, as the runner drives it (one batch); with ``require_all`` every sample
+    must be scored (a real model, or a limit that hits a rate limit, may leave some
+    unscored: counted in ``unscored``)."""
     import yaml
 
     from harness.judges.openai_chat import OpenAIJudge
@@ -83,9 +102,9 @@ def run_ours(
     data = yaml.safe_load((REPO / "conf" / "prompt" / f"{metric_name}.yaml").read_text())
     data.pop("_target_")
     prompt = PromptTemplate(**data)
-    judge = OpenAIJudge("test-judge", base_url=base_url, api_key_env=None,
-                        max_concurrency=concurrency,
-                        cache=False)  # measure calls, not cache hits
+    judge = OpenAIJudge(model, base_url=base_url, api_key_env=None,
+                        max_concurrency=concurrency, pacing=pacing,  # type: ignore[arg-type]
+                        timeout=timeout, cache=False)  # measure calls, not cache hits
     cls = ContextualPrecision if metric_name == "contextual_precision" else LLMContextPrecision
     metric = cls(metric_name, judge, prompt)
     metric.preflight()
@@ -93,9 +112,11 @@ def run_ours(
     results = metric.score_batch(samples)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     metric.close()
-    assert all(r.score is not None for r in results), [r.error for r in results if r.error][:3]
+    unscored = [r.error for r in results if r.score is None]
+    assert not (require_all and unscored), unscored[:3]
     return {"wall_s": wall, "cpu_s": cpu, "calls": judge.stats.calls,
-            "scores": [r.score for r in results]}
+            "scores": [r.score for r in results], "stats": judge.stats.as_dict(),
+            "unscored": len(unscored)}
 
 
 async def _plain(base_url: str, samples: list[Any], concurrency: int) -> int:
@@ -142,7 +163,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         labels_path = Path(tmp) / "labels.json"
         labels_path.write_text(json.dumps(labels))
-        server, base_url = start_server(labels_path, args.latency_ms, args.concurrency)
+        server, base_url = start_server(labels_path, args.latency_ms, args.concurrency,
+                                        "--latency-sd-ms", str(args.latency_sd_ms))
         try:
             runs: dict[str, list[dict[str, Any]]] = {"ours_pointwise": [],
                                                       "plain_sdk_pointwise": [],
@@ -162,6 +184,7 @@ def main() -> None:
             server.wait(timeout=10)
     rows, result = [], {"benchmark": "bench_judge", "machine": machine(), "n_samples": n,
                         "chunks": 5, "latency_ms": args.latency_ms,
+                        "latency_sd_ms": args.latency_sd_ms,
                         "server_concurrency": args.concurrency,
                         "statistic": f"best of {args.rounds} rounds",
                         "pacing_memory": "warm" if args.warm else "cold", "runs": {}}

@@ -31,6 +31,8 @@ def judge_bench_parser(doc: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--small", action="store_true")
     parser.add_argument("--latency-ms", type=float, default=200.0)
+    parser.add_argument("--latency-sd-ms", type=float, default=50.0,
+                        help="Gaussian jitter of the test judge's latency (0: constant)")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warm", action="store_true",
@@ -44,7 +46,7 @@ def forget_pacing() -> None:
     (``harness.judges.pacing``), which a one-off CLI run never has."""
     from harness.judges import pacing
 
-    pacing._LEARNED.clear()
+    pacing.forget()
 
 
 def child_env() -> dict[str, str]:

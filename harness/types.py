@@ -172,11 +172,13 @@ class JudgeStats:
     #: replies another process was paying for when this one asked (a shared cache_url)
     cache_waits: int = 0
     #: pacing (``harness.judges.pacing``): most requests in flight at once, the limit at the
-    #: end, halvings of the limit (429, 503, time-outs, dropped connections), time-outs
+    #: end, halvings of the limit (overload: 503, time-outs, dropped connections, a rate
+    #: limit hit), time-outs, pauses of every send (``Retry-After``, a spent rate-limit quota)
     peak_in_flight: int = 0
     final_limit: int = 0
     backoffs: int = 0
     timeouts: int = 0
+    pauses: int = 0
 
     def as_dict(self) -> dict[str, float | None]:
         """All counters (costs rounded to micro-dollars, ``None`` when unknown)."""

@@ -43,7 +43,7 @@ def _fresh_pacing() -> None:
     """Every test's judges start cold (pacing remembers limits per endpoint in a process)."""
     from harness.judges import pacing
 
-    pacing._LEARNED.clear()
+    pacing.forget()
 
 
 @pytest.fixture(scope="session")

@@ -98,6 +98,24 @@ class Knobs:
     default_label: Label = 0  # label of a chunk found in no label
     latency_ms: float = 0.0  # sleep before answering (every outcome but hang)
     latency_jitter_ms: float = 0.0  # latency += uniform(-jitter, +jitter), floored at 0
+    # latency shapes of real servers (each off at 0): Gaussian jitter of this standard
+    # deviation; a log-normal tail (latency_ms the median, p99 this many times it); a slow
+    # mode (this share of requests takes slow_ms): output lengths differ, queues come and go
+    latency_sd_ms: float = 0.0
+    latency_tail: float = 0.0
+    slow_ms: float = 0.0
+    slow_share: float = 0.0
+    # a token-rate limit (tokens per second; 0: none) with a bucket of token_burst (0: one
+    # second's worth): a request costs its prompt tokens + max_tokens (64 without), or
+    # token_cost; every reply
+    # carries x-ratelimit-{limit,remaining,reset}-tokens, a refused one a 429 at once
+    token_rate: float = 0.0
+    token_burst: float = 0.0
+    token_cost: float = 0.0
+    # fail_429's 429s answered at once, before a slot (a rate limiter in front of the model)
+    quick_429: bool = False
+    # a 200 reply's body sent in 8 pieces this many ms apart, after its headers (slow drip)
+    drip_ms: float = 0.0
     concurrency: int | None = None  # at most this many requests processed at once; others queue
     hang: float = 0.0  # probability: accept, never answer (sleep hang_seconds, then drop)
     hang_seconds: float = 3600.0
@@ -149,7 +167,7 @@ class Knobs:
 
 KNOB_NAMES = frozenset(f.name for f in fields(Knobs))
 _PROB_KNOBS = ("hang", "fail_429", "fail_500", "malformed", "count_mismatch", "flip")
-_OTHER_PROBS = ("fail_503",)
+_OTHER_PROBS = ("fail_503", "slow_share")
 _SHAPE_KNOBS = {
     "content_shape": CONTENT_SHAPES,
     "usage_shape": USAGE_SHAPES,
@@ -176,7 +194,8 @@ def _check_knob(name: str, value: Any) -> Any:
             value = int(value)
             if value < 1:
                 raise ValueError("concurrency must be >= 1 or None")
-    elif name in ("latency_ms", "latency_jitter_ms", "hang_seconds"):
+    elif name in ("latency_ms", "latency_jitter_ms", "hang_seconds", "latency_sd_ms", "slow_ms",
+                  "token_rate", "token_burst", "token_cost", "drip_ms"):
         value = float(value)
         if value < 0:
             raise ValueError(f"knob {name} must be >= 0")
@@ -190,7 +209,11 @@ def _check_knob(name: str, value: Any) -> Any:
         value = str(value)
         if value not in _SHAPE_KNOBS[name]:
             raise ValueError(f"knob {name} must be one of {_SHAPE_KNOBS[name]}, got {value!r}")
-    elif name in ("echo_auth", "extra_fields", "obey_schema_count"):
+    elif name == "latency_tail":
+        value = float(value)
+        if value != 0 and value <= 1:
+            raise ValueError("knob latency_tail is p99 / median, > 1 (0: off)")
+    elif name in ("echo_auth", "extra_fields", "obey_schema_count", "quick_429"):
         value = bool(value)
     elif name in ("reply_model", "model_root", "error_message"):
         value = None if value is None else str(value)
@@ -232,6 +255,7 @@ class Stats:
     status_403: int = 0
     status_404: int = 0
     status_503: int = 0
+    rate_limited: int = 0  # 429s of the token bucket (also in status_429)
     cancelled: int = 0
     in_flight: int = 0
     busy_s: float = 0.0
@@ -767,6 +791,8 @@ class JudgeServer:
         self._gate: _Gate | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
+        self._bucket: float | None = None  # the token bucket's level (knob token_rate)
+        self._bucket_at = 0.0
         self.configure(**knobs)
 
     # ---- public API ----------------------------------------------------------------------
@@ -980,12 +1006,44 @@ class JudgeServer:
                         break
                 if outcome == "ok" and k.fail_503 and self._rng.random() < k.fail_503:
                     outcome = "503"
-            latency = k.latency_ms
-            if k.latency_jitter_ms:
-                latency += self._rng.uniform(-k.latency_jitter_ms, k.latency_jitter_ms)
+            latency = self._latency(k)
         if outcome == "mismatch" and not listwise:
             outcome = "ok"
         return outcome, max(latency, 0.0) / 1000.0, knobs
+
+    def _latency(self, k: Knobs) -> float:
+        """This request's latency in ms, under the lock (its draws only when a shape is on,
+        so other knobs' draws keep their sequence)."""
+        latency = k.latency_ms
+        if k.latency_jitter_ms:
+            latency += self._rng.uniform(-k.latency_jitter_ms, k.latency_jitter_ms)
+        if k.latency_sd_ms:
+            latency = max(1.0, self._rng.gauss(latency, k.latency_sd_ms))
+        if k.latency_tail:
+            latency *= math.exp(self._rng.gauss(0.0, math.log(k.latency_tail) / 2.326))
+        if k.slow_share and self._rng.random() < k.slow_share:
+            latency = k.slow_ms
+        return latency
+
+    def _token_bucket(self, k: Knobs, cost: float) -> tuple[bool, dict[str, str]]:
+        """Charge ``cost`` tokens if the bucket holds them (on the server loop); return
+        whether it did and the rate-limit headers."""
+        burst = k.token_burst or k.token_rate
+        now = time.monotonic()
+        level = burst if self._bucket is None else self._bucket
+        level = min(burst, level + (now - self._bucket_at) * k.token_rate)
+        taken = level >= cost
+        if taken:
+            level -= cost
+        self._bucket, self._bucket_at = level, now
+        headers = {
+            "x-ratelimit-limit-tokens": str(int(burst)),
+            "x-ratelimit-remaining-tokens": str(int(level)),
+            "x-ratelimit-reset-tokens": f"{(burst - level) / k.token_rate:.3f}s",
+        }
+        if not taken:
+            headers["retry-after"] = str(math.ceil((cost - level) / k.token_rate))
+        return taken, headers
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         task = asyncio.current_task()
@@ -1051,6 +1109,26 @@ class JudgeServer:
             outcome = "ok"  # the grammar holds the count
         if outcome in _STATUS_OUTCOMES:
             return self._status_outcome(request, outcome)
+        limits: dict[str, str] = {}
+        if knobs.token_rate:
+            # as OpenAI counts a request against its tokens per minute: the prompt and the
+            # most it may generate
+            most = body.get("max_tokens")
+            cost = knobs.token_cost or math.ceil(prompt.prompt_chars / 4) + (
+                most if isinstance(most, int) and most > 0 else 64)
+            taken, limits = self._token_bucket(knobs, cost)
+            if not taken:
+                self.stats.incr(status_429=1, rate_limited=1)
+                return self._error(
+                    request, 429, "Rate limit reached for tokens per min (test judge).",
+                    "tokens", "rate_limit_exceeded", headers=limits,
+                )
+        if outcome == "429" and knobs.quick_429:
+            self.stats.incr(status_429=1)
+            return self._error(
+                request, 429, "Rate limit reached (test judge).", "rate_limit_error",
+                "rate_limit_exceeded", headers={"Retry-After": knobs.retry_after},
+            )
         if outcome == "503":
             self.stats.incr(status_503=1)
             return self._error(
@@ -1089,10 +1167,29 @@ class JudgeServer:
             echo = ""
             if knobs.echo_auth:
                 echo = f" (Authorization: {request.headers.get('Authorization', '')})"
-            return web.json_response(self._completion(body, prompt, outcome, knobs, echo))
+            reply = self._completion(body, prompt, outcome, knobs, echo)
+            if knobs.drip_ms:
+                return await self._drip(request, reply, knobs.drip_ms, limits)
+            return web.json_response(reply, headers=limits)
         finally:
             self.stats.leave()
             gate.release()
+
+    async def _drip(
+        self, request: web.Request, reply: dict[str, Any], every_ms: float,
+        headers: Mapping[str, str],
+    ) -> web.StreamResponse:
+        """Send the headers at once, then the body in 8 pieces ``every_ms`` apart."""
+        data = json.dumps(reply).encode()
+        response = web.StreamResponse(headers={"Content-Type": "application/json", **headers})
+        response.content_length = len(data)
+        await response.prepare(request)
+        step = max(1, math.ceil(len(data) / 8))
+        for start in range(0, len(data), step):
+            await asyncio.sleep(every_ms / 1000.0)
+            await response.write(data[start:start + step])
+        await response.write_eof()
+        return response
 
     def _status_outcome(self, request: web.Request, outcome: str) -> web.Response:
         """A scripted 400, 401, 403 or 404 (never retried by the SDK)."""
@@ -1231,6 +1328,16 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--default-label", type=json.loads, default=0)
     ap.add_argument("--latency-ms", type=float, default=0.0)
     ap.add_argument("--latency-jitter-ms", type=float, default=0.0)
+    ap.add_argument("--latency-sd-ms", type=float, default=0.0)
+    ap.add_argument("--latency-tail", type=float, default=0.0, help="log-normal p99 / median")
+    ap.add_argument("--slow-ms", type=float, default=0.0)
+    ap.add_argument("--slow-share", type=float, default=0.0)
+    ap.add_argument("--token-rate", type=float, default=0.0, help="tokens per second")
+    ap.add_argument("--token-burst", type=float, default=0.0)
+    ap.add_argument("--token-cost", type=float, default=0.0)
+    ap.add_argument("--quick-429", action="store_true")
+    ap.add_argument("--drip-ms", type=float, default=0.0)
+    ap.add_argument("--props-slots", type=int, default=None, help="GET /props total_slots")
     ap.add_argument("--concurrency", type=int, default=None)
     ap.add_argument("--hang", type=float, default=0.0)
     ap.add_argument("--hang-seconds", type=float, default=3600.0)
@@ -1256,6 +1363,16 @@ def main(argv: list[str] | None = None) -> int:
         default_label=args.default_label,
         latency_ms=args.latency_ms,
         latency_jitter_ms=args.latency_jitter_ms,
+        latency_sd_ms=args.latency_sd_ms,
+        latency_tail=args.latency_tail,
+        slow_ms=args.slow_ms,
+        slow_share=args.slow_share,
+        token_rate=args.token_rate,
+        token_burst=args.token_burst,
+        token_cost=args.token_cost,
+        quick_429=args.quick_429,
+        drip_ms=args.drip_ms,
+        props=None if args.props_slots is None else {"total_slots": args.props_slots},
         concurrency=args.concurrency,
         hang=args.hang,
         hang_seconds=args.hang_seconds,

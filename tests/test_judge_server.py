@@ -382,3 +382,77 @@ def test_subprocess_mode(tmp_path: Path) -> None:
     assert out == ""  # exactly one stdout line, already read
     stats = json.loads(err.split("STATS ", 1)[1])
     assert stats["ok"] == 1
+
+
+# ------------------------------------------------------------------ shapes of real servers
+
+
+def _latencies(n: int = 20000, **knobs: Any) -> list[float]:
+    server = JudgeServer(seed=3, **knobs)  # not started: the latency draw alone
+    return sorted(server._latency(server.knobs) for _ in range(n))
+
+
+def test_latency_shapes_have_the_spread_asked_for() -> None:
+    flat = _latencies(200, latency_ms=200)
+    assert flat[0] == flat[-1] == 200
+    gauss = _latencies(latency_ms=200, latency_sd_ms=50)
+    mean = sum(gauss) / len(gauss)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in gauss) / len(gauss))
+    assert mean == pytest.approx(200, rel=0.02) and sd == pytest.approx(50, rel=0.05)
+    tail = _latencies(latency_ms=200, latency_tail=5)
+    median, p99 = tail[len(tail) // 2], tail[int(0.99 * len(tail))]
+    assert median == pytest.approx(200, rel=0.03) and p99 / median == pytest.approx(5, rel=0.1)
+    mixed = _latencies(latency_ms=100, slow_ms=1000, slow_share=0.2)
+    assert sum(x == 1000 for x in mixed) / len(mixed) == pytest.approx(0.2, abs=0.01)
+    with pytest.raises(ValueError, match="latency_tail"):
+        JudgeServer(latency_tail=0.5)
+
+
+def test_token_bucket_refuses_with_rate_limit_headers() -> None:
+    async def go(server: JudgeServer) -> list[tuple[int, dict[str, str]]]:
+        async with client(server) as c:
+            out = []
+            for _ in range(3):
+                try:
+                    r = await c.chat.completions.with_raw_response.create(
+                        model="judge-x", messages=pointwise("q", "c"))
+                    out.append((r.status_code, dict(r.headers)))
+                except openai.APIStatusError as exc:
+                    out.append((exc.status_code, dict(exc.response.headers)))
+            return out
+
+    # 1000 tokens a second, a bucket of 1000, 400 a request: two pass, the third waits 0.2 s
+    with JudgeServer({"c": 1}, token_rate=1000, token_burst=1000, token_cost=400) as server:
+        (s1, h1), (s2, h2), (s3, h3) = asyncio.run(go(server))
+    assert (s1, s2, s3) == (200, 200, 429)
+    assert h1["x-ratelimit-limit-tokens"] == "1000"
+    assert int(h1["x-ratelimit-remaining-tokens"]) == 600
+    assert 200 <= int(h2["x-ratelimit-remaining-tokens"]) <= 300  # refilled meanwhile
+    assert h3["retry-after"] == "1" and float(h3["x-ratelimit-reset-tokens"][:-1]) > 0.7
+    assert server.stats.rate_limited == 1 == server.stats.status_429
+
+
+def test_quick_429_comes_before_a_slot_and_the_latency() -> None:
+    async def go(server: JudgeServer) -> float:
+        async with client(server) as c:
+            t0 = time.monotonic()
+            with pytest.raises(openai.RateLimitError):
+                await ask(c, pointwise("q", "c"))
+            return time.monotonic() - t0
+
+    with JudgeServer(latency_ms=800, script=["429"], quick_429=True) as server:
+        assert asyncio.run(go(server)) < 0.5
+        assert server.stats.status_429 == 1 and server.stats.in_flight_max == 0
+
+
+def test_a_dripped_reply_arrives_whole_after_its_pieces() -> None:
+    async def go(server: JudgeServer) -> tuple[Any, float]:
+        async with client(server) as c:
+            t0 = time.monotonic()
+            reply = await ask(c, pointwise("q", "c"), response_format=SCHEMA)
+            return reply, time.monotonic() - t0
+
+    with JudgeServer({"c": 1}, drip_ms=60) as server:
+        reply, elapsed = asyncio.run(go(server))
+    assert json.loads(reply.choices[0].message.content)["verdict"] == 1
+    assert elapsed >= 8 * 0.06 - 0.02

@@ -93,6 +93,7 @@ async def post(
                 raise JudgeError(f"judge call failed: {redact(str(e))}") from None
             else:
                 ok = True
+                pacer.observe(response.headers, ticket.sent_at)  # a rate-limit quota
                 return raw
             hint = None
             if isinstance(error, openai.APIStatusError):
@@ -103,7 +104,7 @@ async def post(
                     continue
                 hint = retry_after(reply)
                 if status in CONGESTED:
-                    pacer.back_off(ticket, hint)
+                    pacer.back_off(ticket, hint, status, reply)
                 again = should_retry(status, reply)
             elif isinstance(error, openai.APIConnectionError):  # a time-out, a dropped connection
                 if isinstance(error, openai.APITimeoutError):
@@ -122,4 +123,4 @@ async def post(
             ticket = pacer.renew(ticket)
     finally:
         if ticket is not None:
-            pacer.release(ticket, kind, ok)
+            pacer.release(ticket, ok)

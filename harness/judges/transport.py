@@ -145,9 +145,11 @@ class ChatTransport:
         if self._pacer is None:
             self._pacer = Pacer(
                 self.max_concurrency, adaptive=self.pacing == "adaptive",
-                slots=self.server_slots, stats=self.stats,
+                slots=self.server_slots, stats=self.stats, timeout=self.timeout,
                 memory=f"{self._url}|{self.model}|{self.max_concurrency}",
             )
+            # before any reply: a token quota counts at least max_tokens per request
+            self._pacer.note_tokens(self.max_tokens or 0)
         return self._pacer
 
     async def preflight(self) -> None:
@@ -243,6 +245,8 @@ class ChatTransport:
         self.stats.prompt_tokens += prompt
         self.stats.completion_tokens += done
         self.stats.cached_prompt_tokens += cached
+        if self._pacer is not None:  # a token quota counts max_tokens, as OpenAI's does
+            self._pacer.note_tokens(prompt + max(done, self.max_tokens or 0))
         self.charge(prompt, cached, done)
 
     def unpriced(self) -> str | None:
