@@ -413,7 +413,7 @@ class Clock:
 
 def test_halving_happens_once_per_round_trip_and_floors_at_one() -> None:
     clock = Clock()
-    pacer = Pacer(16, clock=clock, slots=16)
+    pacer = Pacer(16, clock=clock)  # starts at 16 (INITIAL)
 
     async def main() -> None:
         tickets = [await pacer.acquire() for _ in range(16)]
