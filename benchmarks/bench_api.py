@@ -83,7 +83,7 @@ def run_direct(base_url: str, samples: list[Any], metric_name: str, concurrency:
     import yaml
 
     from harness.judges.openai_chat import OpenAIJudge
-    from harness.metrics.listwise import ContextualPrecision
+    from harness.metrics.contextual_precision import ContextualPrecision
     from harness.metrics.llm import LLMContextPrecision
     from harness.prompts.template import PromptTemplate
 

@@ -68,7 +68,7 @@ def stop_server(proc: subprocess.Popen[str]) -> dict[str, Any]:
 
 def make_samples(n: int, chunks: int) -> tuple[list[Any], list[dict[str, Any]]]:
     """``n`` samples of ``chunks`` chunks with alternating labels."""
-    from harness.types import RagSample
+    from harness.core.types import RagSample
 
     samples, labels = [], []
     for i in range(n):
@@ -95,7 +95,7 @@ def run_ours(
     import yaml
 
     from harness.judges.openai_chat import OpenAIJudge
-    from harness.metrics.listwise import ContextualPrecision
+    from harness.metrics.contextual_precision import ContextualPrecision
     from harness.metrics.llm import LLMContextPrecision
     from harness.prompts.template import PromptTemplate
 

@@ -29,9 +29,9 @@ import common
 import rapidfuzz
 from rapidfuzz.distance import Levenshtein
 
+from harness.core.types import RagSample
+from harness.metrics.non_llm import StringContextPrecision
 from harness.metrics.ranking import average_precision
-from harness.metrics.string_similarity import StringContextPrecision
-from harness.types import RagSample
 
 N_FULL, N_SMALL = 100_000, 5_000
 N_CHUNKS, N_REFS = 5, 2

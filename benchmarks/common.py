@@ -43,8 +43,8 @@ def judge_bench_parser(doc: str) -> argparse.ArgumentParser:
 
 def forget_pacing() -> None:
     """Start the next judge cold: adaptive pacing remembers each endpoint's limit per process
-    (``harness.judges.pacing``), which a one-off CLI run never has."""
-    from harness.judges import pacing
+    (``harness.judges.transport.pacing``), which a one-off CLI run never has."""
+    from harness.judges.transport import pacing
 
     pacing.forget()
 

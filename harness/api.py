@@ -8,23 +8,14 @@ the samples come from memory and nothing is written unless asked.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
-
-#: Composed configs kept per process, by their overrides (the least recently used go first).
-COMPOSED_MAX = 64
-_composed: OrderedDict[tuple[str, ...], DictConfig] = OrderedDict()
-_compose_lock = threading.Lock()
-
+    pass
 
 @dataclass
 class EvaluationResult:
@@ -74,18 +65,17 @@ def evaluate(
             temporary folder, removed afterwards.
 
     Returns:
-        The rows and the summary. Raises ``harness.errors.HarnessError`` on bad input;
-        ``harness.errors.ConfigError`` (led by a did-you-mean hint) for overrides Hydra
+        The rows and the summary. Raises ``harness.core.errors.HarnessError`` on bad input;
+        ``harness.core.errors.ConfigError`` (led by a did-you-mean hint) for overrides Hydra
         cannot compose.
     """
     import tempfile
 
-    from harness.build import build, instantiate
-    from harness.cli import custom_settings
+    from harness.config.build import build, instantiate
+    from harness.config.compose import composed, custom_settings, job_config
+    from harness.core.errors import ConfigError
+    from harness.core.settings import Job
     from harness.datasets.memory import RecordsDataset
-    from harness.errors import ConfigError
-    from harness.job import Job
-    from harness.runner import job_config
 
     tracking = "tracking=mlflow" if mlflow else "tracking=none"
     cfg = composed((f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
@@ -109,53 +99,6 @@ def evaluate(
             parts.close()
         text = (out_dir / "samples.jsonl").read_text("utf-8")
     return EvaluationResult(summary, [json.loads(line) for line in text.splitlines()])
-
-
-def composed(overrides: Sequence[str]) -> DictConfig:
-    """The config ``python -m harness OVERRIDES`` would compose, as a fresh copy.
-
-    Hydra composes each distinct list of overrides once per process (it costs ~0.1-0.3 s,
-    more than scoring a few hundred samples); later calls copy the result (~2 ms).
-    Interpolations (``${oc.env:...}``) stay unresolved in the copy, so they are read when
-    used, as before; files under ``conf/`` are read once per process. Thread-safe: Hydra's
-    global state is touched under a lock.
-    """
-    from hydra import compose, initialize_config_dir
-
-    from harness.registry import CONFIG_DIR
-
-    key = tuple(overrides)
-    with _compose_lock:
-        cfg = _composed.get(key)
-        if cfg is None:
-            try:
-                with initialize_config_dir(config_dir=CONFIG_DIR):
-                    cfg = compose("config", overrides=list(key))
-            except Exception as e:
-                raise _config_error(e, list(key)) from None
-            _composed[key] = cfg
-            while len(_composed) > COMPOSED_MAX:
-                _composed.popitem(last=False)
-        else:
-            _composed.move_to_end(key)
-        return copy.deepcopy(cfg)
-
-
-def _config_error(error: Exception, overrides: list[str]) -> Exception:
-    """Hydra's (or OmegaConf's) composition error as the CLI reports it: one line, led by
-    the did-you-mean hint (a ``ConfigError``); anything else unchanged."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from harness.errors import ConfigError, headline
-    from harness.hints import suggest
-
-    if not isinstance(error, (HydraException, OmegaConfBaseException)):
-        return error
-    hint = suggest(overrides)
-    what = headline(str(error)) or type(error).__name__
-    lead = hint.removeprefix("hint: ") if hint else None
-    return ConfigError(f"{lead} [{what}]" if lead else what)
 
 
 async def aevaluate(

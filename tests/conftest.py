@@ -41,7 +41,7 @@ def _private_cache(
 @pytest.fixture(autouse=True)
 def _fresh_pacing() -> None:
     """Every test's judges start cold (pacing remembers limits per endpoint in a process)."""
-    from harness.judges import pacing
+    from harness.judges.transport import pacing
 
     pacing.forget()
 

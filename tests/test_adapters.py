@@ -19,10 +19,10 @@ import pytest
 from conftest import run_cli
 from helpers.paths import ROOT, SHARED
 
-from harness.datasets.beir import BeirDataset
-from harness.errors import ConfigError
-from harness.registry import trust_patterns, trusting
-from harness.types import RagSample
+from harness.core.errors import ConfigError
+from harness.core.trust import trust_patterns, trusting
+from harness.core.types import RagSample
+from harness.datasets.beir.dataset import BeirDataset
 
 TINY = Path(__file__).resolve().parent / "data" / "beir_tiny"
 SCIFACT = SHARED / "data" / "beir_scifact"
@@ -32,7 +32,7 @@ PKG = "adapters_userpkg"
 FILES = {
     "__init__.py": "",
     "embed.py": """
-        from harness.retrievers.dense import Dense
+        from harness.retrievers.dense.retriever import Dense
 
         _DENSE = []
 
@@ -107,7 +107,7 @@ FILES = {
 def test_missing_library_is_one_line_naming_the_extra(module, cls, extra, lib, monkeypatch):
     import harness.retrievers.extras as extras
 
-    adapter = getattr(__import__(f"harness.retrievers.{module}", fromlist=[cls]), cls)
+    adapter = getattr(__import__(f"harness.retrievers.adapters.{module}", fromlist=[cls]), cls)
     real = importlib.util.find_spec
     monkeypatch.setattr(
         extras.importlib.util, "find_spec", lambda name, *a: None if name == lib else real(name, *a)
@@ -119,7 +119,8 @@ def test_missing_library_is_one_line_naming_the_extra(module, cls, extra, lib, m
 
 @pytest.mark.slow
 def test_importing_the_adapters_imports_neither_library():
-    code = ("import sys, harness.retrievers.langchain, harness.retrievers.llamaindex; "
+    code = ("import sys, harness.retrievers.adapters.langchain, "
+            "harness.retrievers.adapters.llamaindex; "
             "print(sorted(m for m in ('langchain_core', 'llama_index') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True)
@@ -144,13 +145,13 @@ def build(cls, factory, **settings):
 
 
 def langchain(factory="lc.make_retriever", **settings):
-    from harness.retrievers.langchain import LangChain
+    from harness.retrievers.adapters.langchain import LangChain
 
     return build(LangChain, factory, **settings)
 
 
 def llamaindex(factory="li.make_retriever", **settings):
-    from harness.retrievers.llamaindex import LlamaIndex
+    from harness.retrievers.adapters.llamaindex import LlamaIndex
 
     return build(LlamaIndex, factory, **settings)
 
@@ -160,7 +161,7 @@ _EXACT: dict[tuple[str, tuple[str, ...], int], list[dict[str, float]]] = {}
 
 def exact(corpus, queries, k):
     """harness's exact cosine search: each query's best k as {doc id: score}, in order."""
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     key = (corpus.key, tuple(queries), k)
     if key not in _EXACT:
@@ -264,7 +265,7 @@ def test_wrong_factory_answers_get_one_line(user_pkg, tiny):
 
 @pytest.mark.heavy
 def test_untrusted_factory_is_refused_before_import(user_pkg):
-    from harness.retrievers.langchain import LangChain
+    from harness.retrievers.adapters.langchain import LangChain
 
     with pytest.raises(ConfigError, match=r"^retriever\.factory: 'adapters_userpkg\.evil\.make' "
                        r"is not trusted; .*nothing was imported$"):

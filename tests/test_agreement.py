@@ -5,7 +5,7 @@ from pathlib import Path
 
 from conftest import SHARED, run_cli
 
-from harness.agreement import agreement
+from harness.tasks.agreement.stats import agreement
 
 TREC = SHARED / "data" / "trec_dl19_passage_subset"
 

@@ -12,7 +12,7 @@ from helpers import mlflow_runs
 from judge_server import JudgeServer
 
 from harness import EvaluationResult, aevaluate, evaluate
-from harness.errors import DatasetError
+from harness.core.errors import DatasetError
 
 ROWS = sample_rows()
 Row = dict[str, Any]

@@ -45,7 +45,7 @@ def test_repeated_and_concurrent_calls_give_the_same_results() -> None:
 
 
 def test_a_bad_override_is_refused_every_time_and_never_kept() -> None:
-    from harness.errors import ConfigError
+    from harness.core.errors import ConfigError
 
     for _ in range(2):
         with pytest.raises(ConfigError, match="'no_such_metric' is not a metric option"):

@@ -84,11 +84,11 @@ def test_no_import_cycles():
 def test_cycle_finder_finds_a_cycle(tmp_path):
     """The checker above can fail: two modules importing each other are reported."""
     a, b = tmp_path / "a.py", tmp_path / "b.py"
-    a.write_text("import harness.build\n")
-    b.write_text("from harness import registry\n")
-    known = {"harness.build", "harness.registry"}
-    assert _imports("x", a, known) == {"harness.build"}
-    assert _imports("x", b, known) == {"harness.registry"}
+    a.write_text("import harness.config.build\n")
+    b.write_text("from harness.core import trust\n")
+    known = {"harness.config.build", "harness.core.trust"}
+    assert _imports("x", a, known) == {"harness.config.build"}
+    assert _imports("x", b, known) == {"harness.core.trust"}
 
 
 def _targets(node: object) -> list[str]:
@@ -121,3 +121,69 @@ def test_no_second_registry():
         if "_recursive_" in p.read_text("utf-8") or "SHORT_NAMES" in p.read_text("utf-8")
     ]
     assert offenders == []
+
+
+#: The rooms of the package, bottom up (docs/architecture.md): a room may import itself and
+#: the rooms of a lower rank only.
+RANKS = {
+    "core": 0,
+    "datasets": 1, "prompts": 1, "tracking": 1, "judges": 1, "retrievers": 1,
+    "metrics": 2,
+    "run": 3,
+    "report": 4,
+    "compare": 5,
+    "tasks": 6,
+    "config": 7,
+    "shards": 8,
+    "api": 9, "extend": 9,
+    "cli": 10,
+    "__main__": 11,
+}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _against_the_order(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for name, targets in graph.items():
+        room = _room(name)
+        if not room or name.endswith(".__main__"):  # the front door; `python -m` commands
+            continue
+        for target in targets:
+            other = _room(target)
+            if other and other != room and RANKS[other] >= RANKS[room]:
+                wrong.append(f"{name} -> {target}")
+            if other == "cli" and room != "cli" and room != "__main__":
+                wrong.append(f"{name} -> {target} (the library never imports the CLI)")
+    return sorted(set(wrong))
+
+
+def test_every_room_has_a_rank():
+    rooms = {_room(n) for n in _modules()} - {""}
+    assert rooms <= set(RANKS), rooms - set(RANKS)
+
+
+def test_no_import_against_the_layer_order():
+    modules = _modules()
+    graph = {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+    assert _against_the_order(graph) == []
+
+
+def test_the_layer_check_can_fail():
+    graph = {"harness.core.types": {"harness.run.loop"}, "harness.run.loop": {"harness.cli.job"},
+             "harness.datasets.files": {"harness.judges.checks"},
+             "harness.metrics.llm": {"harness.judges.checks"}}
+    assert _against_the_order(graph) == [
+        "harness.core.types -> harness.run.loop",
+        "harness.datasets.files -> harness.judges.checks",
+        "harness.run.loop -> harness.cli.job",
+        "harness.run.loop -> harness.cli.job (the library never imports the CLI)",
+    ]
+
+
+def test_at_most_three_modules_at_the_top():
+    top = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert top == ["__main__.py", "api.py", "extend.py"]

@@ -9,11 +9,11 @@ from conftest import CONF, SHARED
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
-from harness.datasets.beir import BeirDataset
-from harness.errors import ConfigError, DatasetError
+from harness.core.errors import ConfigError, DatasetError
+from harness.core.types import Corpus, Document
+from harness.datasets.beir.dataset import BeirDataset
 from harness.metrics.id_based import IdContextPrecision
 from harness.metrics.retrieval import recall_at_k, sample_grades
-from harness.types import Corpus, Document
 
 TINY = Path(__file__).resolve().parent / "data" / "beir_tiny"
 DATA = SHARED / "data"
@@ -230,7 +230,7 @@ def test_shared_dataset_configs_point_beside_the_repo(monkeypatch):
 
 
 def test_beir_config_needs_a_path(tmp_path):
-    from harness.build import instantiate
+    from harness.config.build import instantiate
 
     with pytest.raises(ConfigError, match="dataset.path"):
         instantiate(_compose("dataset=beir"), "dataset")

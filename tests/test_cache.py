@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, run_cli, sample_labels
 from test_llm_metrics import BERLIN, PARIS, judge, listwise, pointwise, prompt, sample, score
 
-from harness.judges.cache import VerdictCache, default_path
+from harness.judges.cache.sqlite import VerdictCache, default_path
 from harness.metrics.llm import LLMContextPrecision
 from harness.metrics.ranking import average_precision
 from harness.prompts.template import PromptTemplate
@@ -141,7 +141,7 @@ def test_several_draws_vote_and_report_agreement(judge_server):
 
 _WRITER = """
 import sys
-from harness.judges.cache import VerdictCache
+from harness.judges.cache.sqlite import VerdictCache
 cache = VerdictCache(sys.argv[1])
 w = sys.argv[2]
 for i in range(300):
@@ -206,8 +206,8 @@ def test_cache_command_info_and_prune(tmp_path, judge_server):
     env = dict(os.environ)
 
     def cache_cmd(*args):
-        return subprocess.run([sys.executable, "-m", "harness.cache", *args], capture_output=True,
-                              text=True, env=env, timeout=60)
+        return subprocess.run([sys.executable, "-m", "harness.cli.cache", *args],
+                              capture_output=True, text=True, env=env, timeout=60)
 
     info = json.loads(cache_cmd("info", "--json").stdout)
     assert info["entries"] == 4  # 2 pointwise, 1 listwise, 1 reason

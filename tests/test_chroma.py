@@ -16,8 +16,8 @@ from helpers import mlflow_runs
 from helpers.chroma_server import ChromaServer, free_port
 from helpers.errors import fails
 
-from harness.errors import ConfigError
-from harness.retrievers.chroma_client import endpoint
+from harness.core.errors import ConfigError
+from harness.retrievers.chroma.client import endpoint
 
 TINY = ROOT / "tests" / "data" / "beir_tiny"
 SCIFACT = SHARED / "data" / "beir_scifact"
@@ -45,9 +45,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
 
 
 def corpus(path: Path, limit: int | None = None) -> Any:
-    from harness.datasets.beir import BeirDataset
-    from harness.datasets.beir_files import documents_key
-    from harness.types import Corpus
+    from harness.core.types import Corpus
+    from harness.datasets.beir.dataset import BeirDataset
+    from harness.datasets.beir.files import documents_key
 
     full = BeirDataset(str(path)).corpus()
     assert full is not None
@@ -58,19 +58,19 @@ def corpus(path: Path, limit: int | None = None) -> Any:
 
 
 def queries(path: Path, limit: int | None = None) -> list[str]:
-    from harness.datasets.beir import BeirDataset
+    from harness.datasets.beir.dataset import BeirDataset
 
     return [s.user_input or "" for s in BeirDataset(str(path)).samples(limit)]
 
 
 def chroma(server: ChromaServer, **kw: Any) -> Any:
-    from harness.retrievers.chroma import Chroma
+    from harness.retrievers.chroma.retriever import Chroma
 
     return Chroma(port=server.port, **kw)
 
 
 def exact_ids(corpus_: Any, texts: list[str], k: int, **kw: Any) -> list[list[str]]:
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     dense = Dense(index="exact", top_k=k, **kw)
     dense.prepare(corpus_)
@@ -103,7 +103,7 @@ def test_tiny_set_ranks_as_the_exact_search(server: ChromaServer) -> None:
     assert described["collection"].startswith("harness-")
     assert collection(server, described["collection"]).count() == 8
     # the protocol's entry point: document ids, best first
-    from harness.types import RagSample
+    from harness.core.types import RagSample
 
     [sample] = retriever.retrieve_batch([RagSample(id="q4", user_input="Famous tower in Paris")])
     assert sample.retrieved_context_ids[:1] == ("<dbpedia:Eiffel_Tower>",)

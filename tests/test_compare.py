@@ -19,10 +19,10 @@ from harness.compare import (
     bootstrap_ci,
     compare,
     paired_test,
-    parse,
     sign_flip_p,
 )
-from harness.errors import ConfigError, TrackingError
+from harness.cli.compare import parse
+from harness.core.errors import ConfigError, TrackingError
 
 pytestmark = pytest.mark.slow
 

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from conftest import ROOT, run_cli
 
+from harness.cli.compare import main as compare_main
 from harness.compare import compare
-from harness.compare.cli import main as compare_main
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.types import RagSample
 from harness.metrics.retrieval import recall_at_k, sample_grades
-from harness.types import RagSample
 
 SAMPLE = ROOT / "harness" / "data" / "sample_rag.jsonl"
 #: id_based scores by hand (|set(retrieved) & reference| / |set(retrieved)|): q1 1/2, q2 2/2,

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from harness.core.errors import ConfigError, DatasetError
+from harness.core.types import SAMPLE_FIELDS
 from harness.datasets.files import CsvDataset, JsonlDataset, ParquetDataset, SampleDataset
 from harness.datasets.memory import RecordsDataset, as_record
-from harness.errors import ConfigError, DatasetError
-from harness.types import SAMPLE_FIELDS
 
 ROW = {
     "user_input": "Where is the Eiffel Tower?",

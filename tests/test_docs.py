@@ -425,7 +425,7 @@ def test_readme_metric_example_scores() -> None:
     block = section(README, "## Adding a variant or a retriever").split("```python", 1)[1]
     namespace: dict[str, Any] = {}
     exec(block.split("```", 1)[0], namespace)  # noqa: S102 - the README's own example
-    from harness.types import RagSample
+    from harness.core.types import RagSample
 
     metric = namespace["FirstHit"]("first_hit")
     results = metric.score_batch([

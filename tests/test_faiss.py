@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from helpers.paths import CONF, SHARED
 
-from harness.datasets.beir import BeirDataset
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.types import RagSample
+from harness.datasets.beir.dataset import BeirDataset
 from harness.metrics.retrieval import mean_metrics
 from harness.retrievers import index_cache
-from harness.types import RagSample
 
 SCIFACT = SHARED / "data" / "beir_scifact"
 TINY = Path(__file__).resolve().parent / "data" / "beir_tiny"
@@ -64,7 +64,7 @@ class Runs:
 
     def dense(self, **settings: Any) -> Any:
         """A prepared Dense with these settings (the model shared, loaded once)."""
-        from harness.retrievers.dense import Dense
+        from harness.retrievers.dense.retriever import Dense
 
         dense = Dense(**settings)
         if self.encoder is not None:
@@ -132,7 +132,7 @@ def test_exhaustive_faiss_indexes_return_the_exact_ids(runs):
 
 @needs_scifact
 def test_search_settings_reuse_the_cached_index(runs, tmp_path, monkeypatch):
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     embedded = Path(runs.run(index="exact")[0].index_info["path"])
     fresh = tmp_path / "indexes"
@@ -163,7 +163,7 @@ def test_search_settings_reuse_the_cached_index(runs, tmp_path, monkeypatch):
 def test_hnsw_builds_are_identical(runs):
     import faiss
 
-    from harness.retrievers.ann import build_index
+    from harness.retrievers.dense.ann import build_index
 
     dense, _ = runs.run()
     rebuilt = build_index(dense._embeddings, dense.ann_settings)
@@ -185,7 +185,7 @@ def test_hnsw_builds_are_identical(runs):
     ],
 )
 def test_bad_settings_are_one_line_config_errors(settings, message):
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     with pytest.raises(ConfigError, match=message) as error:
         Dense(**settings)
@@ -195,7 +195,7 @@ def test_bad_settings_are_one_line_config_errors(settings, message):
 def test_bad_settings_in_the_config_name_their_key():
     from hydra import compose, initialize_config_dir
 
-    from harness.build import instantiate
+    from harness.config.build import instantiate
 
     with initialize_config_dir(config_dir=str(CONF)):
         cfg = compose("config", overrides=["tracking=none", "retriever=dense",
@@ -205,7 +205,7 @@ def test_bad_settings_in_the_config_name_their_key():
 
 
 def test_too_many_ivf_lists_for_the_corpus_is_one_line(tmp_path):
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     corpus = BeirDataset(TINY).corpus()
     dense = Dense(index="ivf", nlist=2, cache=False)
@@ -227,7 +227,7 @@ def test_too_many_ivf_lists_for_the_corpus_is_one_line(tmp_path):
 
 def test_rerank_stage_builds_no_faiss_index():
     from harness.retrievers.bm25 import BM25
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     corpus = BeirDataset(TINY).corpus()
     reranker = Dense(cache=False)

@@ -14,9 +14,9 @@ from conftest import CONF, CliResult, run_cli, run_cli_subprocess, sample_labels
 from helpers.errors import fails
 from judge_server import JudgeServer
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.trust import component_targets
 from harness.prompts.template import PromptFile, PromptTemplate
-from harness.registry import TRUSTED_TARGETS
 
 SHIPPED = yaml.safe_load((CONF / "prompt" / "llm_with_reference.yaml").read_text("utf-8"))
 
@@ -220,15 +220,15 @@ def test_an_outside_target_is_not_imported_by_a_real_process(
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["dataset._target_=harness.cache.main"], "dataset._target_: 'harness.cache.main'"),
-        (["task._target_=harness.runner.main"], "task._target_: 'harness.runner.main'"),
+        (["dataset._target_=harness.cli.cache.main"], "dataset._target_: 'harness.cli.cache.main'"),
+        (["task._target_=harness.cli.job.main"], "task._target_: 'harness.cli.job.main'"),
         (["metric._target_=harness.judges.cache.VerdictCache"], "VerdictCache"),
         (["retriever._target_=harness.retrievers.rerank.RerankStage"], "RerankStage"),
         (["dataset._target_=harness.prompts.template.PromptTemplate.from_file"], "from_file"),
         (["dataset._target_=os.system"], "'os.system'"),
         (["retriever._target_=harness.retrievers.precomputed.Precomputd"],
          "did you mean 'harness.retrievers.precomputed.Precomputed'"),
-        (["+metric.judge={_target_: harness.cache.main}"], "metric.judge._target_"),
+        (["+metric.judge={_target_: harness.cli.cache.main}"], "metric.judge._target_"),
     ],
 )
 def test_functions_and_helper_classes_of_the_package_are_refused(
@@ -264,10 +264,12 @@ def test_the_allow_list_is_exactly_the_component_classes() -> None:
         t for p in CONF.rglob("*.yaml")
         for t in targets(yaml.safe_load(p.read_text("utf-8")) or {}) if t.startswith("harness.")
     }
-    assert named <= set(TRUSTED_TARGETS), named - set(TRUSTED_TARGETS)
-    assert len(set(TRUSTED_TARGETS)) == len(TRUSTED_TARGETS)
-    for name in TRUSTED_TARGETS:
+    assert named == set(component_targets())  # derived from conf/: nothing else
+    assert len(set(component_targets())) == len(component_targets())
+    for name in component_targets():
         assert "*" not in name
         found = get_method(name)
         assert inspect.isclass(found), name
-        assert f"{found.__module__}.{found.__qualname__}" == name
+        # the class itself, defined in that room (a package exports its component class)
+        assert found.__module__.startswith(name.rpartition(".")[0]), name
+        assert found.__qualname__ == name.rpartition(".")[2], name

@@ -1,7 +1,7 @@
 """Issue 12, class 3: every number, enum and list setting is checked, with its range, before
 any work: ``error: <group>.<key>: expected <what, with its range>, got <value>``, exit 2.
 
-The ranges are declared once, on the constructors' annotations (``harness.validation.Range``),
+The ranges are declared once, on the constructors' annotations (``harness.core.validation.Range``),
 and read by ``check_arguments``; a float is finite unless its annotation says otherwise."""
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ import pytest
 from conftest import run_cli
 from helpers.errors import fails
 
-from harness.errors import ConfigError
-from harness.job import RunSettings
+from harness.core.errors import ConfigError
+from harness.core.settings import RunSettings
+from harness.core.validation import AllowNonFinite, Range, check_arguments, check_value, describe
 from harness.metrics.id_based import IdContextPrecision
-from harness.metrics.string_similarity import StringContextPrecision
+from harness.metrics.non_llm import StringContextPrecision
 from harness.retrievers.bm25 import BM25
-from harness.retrievers.dense import Dense
+from harness.retrievers.dense.retriever import Dense
 from harness.retrievers.hybrid import Hybrid
 from harness.retrievers.precomputed import Precomputed
-from harness.validation import AllowNonFinite, Range, check_arguments, check_value, describe
 
 #: Two BM25 parts, so that a hybrid needs no torch.
 TWO_BM25 = ("retriever=hybrid", "retriever@retriever.retrievers.dense=bm25")

@@ -27,12 +27,12 @@ import pytest
 from conftest import CliResult, run_cli
 
 from harness.api import evaluate
+from harness.core.errors import ConfigError, DatasetError
 from harness.datasets import reading
-from harness.datasets.beir import BeirDataset
+from harness.datasets.beir.dataset import BeirDataset
 from harness.datasets.files import CsvDataset, FileDataset, JsonlDataset
 from harness.datasets.memory import RecordsDataset
 from harness.datasets.records import RecordParser
-from harness.errors import ConfigError, DatasetError
 
 TINY = Path(__file__).resolve().parent / "data" / "beir_tiny"
 OK = {"retrieved_context_ids": ["a", "b"], "reference_context_ids": ["b"]}

@@ -22,7 +22,7 @@ import pytest
 from conftest import CliResult, run_cli, sample_labels, sample_rows
 from judge_server import LOGPROBS_SHAPES, REFUSAL, USAGE_SHAPES, JudgeServer
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
 from harness.judges.openai_chat import OpenAIJudge
 from harness.metrics.ranking import average_precision
 
@@ -35,9 +35,9 @@ KEY_ENV = {"HARNESS_KEY": CANARY}
 def _no_known_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no registered secret (runs are in process: a key registered
     by an earlier run would hide a run that forgot to register its own)."""
-    import harness.redact
+    import harness.core.redact
 
-    monkeypatch.setattr(harness.redact, "_SECRETS", set())
+    monkeypatch.setattr(harness.core.redact, "_SECRETS", set())
 
 
 @pytest.fixture
@@ -627,7 +627,7 @@ def test_the_python_api_checks_the_metric_settings(
 ) -> None:
     from helpers.judge import prompt
 
-    from harness.metrics.listwise import ContextualPrecision
+    from harness.metrics.contextual_precision import ContextualPrecision
     from harness.metrics.llm import LLMContextPrecision
 
     judge = OpenAIJudge("m", base_url="http://127.0.0.1:1/v1", api_key_env=None)

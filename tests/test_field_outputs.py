@@ -307,8 +307,8 @@ def test_a_failing_job_is_counted_on_the_parent_run(tmp_path: Path, mlflow_store
 def test_the_losing_claim_of_a_race_names_the_setting(tmp_path: Path) -> None:
     """Two runs started at once both pass the folder check; the second to claim it gets the
     same kind of line as a run refused up front (one line naming hydra.run.dir)."""
-    from harness.errors import ConfigError
-    from harness.outputs import RUNNING, check_folder, claim, release
+    from harness.core.errors import ConfigError
+    from harness.run.outputs import RUNNING, check_folder, claim, release
 
     folder = check_folder(tmp_path / "shared", "hydra.run.dir")
     claim(folder)

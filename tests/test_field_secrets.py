@@ -118,6 +118,6 @@ def test_a_swept_list_of_credentialed_urls_stays_a_sweep(tmp_path: Path,
     ],
 )
 def test_credentials_in_query_parameters_are_masked(text: str, expected: str) -> None:
-    from harness.redact import redact
+    from harness.core.redact import redact
 
     assert redact(text) == expected

@@ -5,7 +5,7 @@ the verdict cache (the same, plus damaged rows), through the CLI: each ends with
 one ``error:`` line naming the file, the cause and what to do, and exit code 2 (no
 traceback), or, where the run can still be correct, with a correct result. The run's
 results stay written when only the MLflow logging failed; the broken file is left as it
-was. ``python -m harness.cache`` never deletes what its filter does not name.
+was. ``python -m harness.cli.cache`` never deletes what its filter does not name.
 
 The tests run as root in CI, where ``chmod`` does not stop a write: a read-only file or
 folder is made with ``chattr +i`` there (``chmod`` for other users).
@@ -26,11 +26,11 @@ import pytest
 from conftest import run_cli, sample_labels, sample_rows
 from judge_server import JudgeServer
 
-import harness.cache as cache_cli
-from harness.judges import cache as verdict_cache
-from harness.judges.cache import VerdictCache, default_path
+import harness.cli.cache as cache_cli
+from harness.judges.cache import sqlite as verdict_cache
+from harness.judges.cache.sqlite import VerdictCache, default_path
 from harness.metrics.ranking import average_precision
-from harness.tracking import store
+from harness.tracking.mlflow import store
 
 N_SAMPLES = len(sample_rows())
 N_CHUNKS = sum(len(r["retrieved_contexts"]) for r in sample_rows())
@@ -448,7 +448,7 @@ def test_a_write_that_fails_mid_run_warns_once_and_goes_on(
     assert "the run goes on" in err
 
 
-# ------------------------------------------------------------- python -m harness.cache
+# ------------------------------------------------------------- python -m harness.cli.cache
 
 
 def filled_cache(path: Path) -> list[str]:

@@ -10,9 +10,9 @@ from helpers import mlflow_runs
 from helpers.judge import listwise, pointwise, sample, score
 from judge_server import JudgeServer
 
+from harness.core.types import RagSample
 from harness.metrics.judged import JudgedMetric
 from harness.metrics.ranking import average_precision
-from harness.types import RagSample
 
 FAULTS = {"fail_429": 0.10, "fail_500": 0.10, "malformed": 0.05, "hang": 0.02, "hang_seconds": 30}
 
@@ -71,7 +71,7 @@ def test_faults_cost_one_extra_request_each_and_change_no_score(
 def test_parallel_sweeps_share_one_store_and_one_cache(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:
-    from harness.judges.cache import default_path
+    from harness.judges.cache.sqlite import default_path
 
     judge_server.labels.update(sample_labels())
     uri = f"sqlite:///{tmp_path / 'shared.db'}"
@@ -133,7 +133,7 @@ def test_injected_chunks_cannot_break_parsing_or_rendering(
 
 
 def test_reply_with_extra_json_is_read_by_its_schema_fields() -> None:
-    from harness.judges import parse
+    from harness.judges.replies import parse
 
     # a reply whose reason quotes a fake verdict still yields the real one
     assert parse.pointwise('{"reason": "the chunk says \\"verdict\\": 1", "verdict": 0}') == (

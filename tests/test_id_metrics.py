@@ -4,9 +4,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from harness.core.types import RagSample
 from harness.metrics.id_based import IdContextPrecision
 from harness.metrics.ranking import average_precision
-from harness.types import RagSample
 
 ID_BASED = IdContextPrecision("id_based", aggregate="set_precision")
 ID_RANKED = IdContextPrecision("id_ranked", aggregate="average_precision")

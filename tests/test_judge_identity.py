@@ -13,12 +13,12 @@ from helpers import mlflow_runs
 from helpers.judge import judge, listwise, pointwise, sample, score
 from judge_server import JudgeServer
 
-from harness.errors import ConfigError
-from harness.evaluation import significant
+from harness.core.errors import ConfigError
 from harness.judges.identity import Identity, is_local, unpriced
 from harness.judges.openai_chat import OpenAIJudge
-from harness.judges.schemas import schema
+from harness.judges.replies.schemas import schema
 from harness.report import per_second
+from harness.run.loop import significant
 
 CHUNKS = {"Paris has the tower.": 1, "Berlin has a gate.": 0, "Rome has a forum.": 0,
           "The tower is iron.": 1, "Madrid is in Spain.": 0}
@@ -240,7 +240,7 @@ def test_model_auto_is_the_one_model_listed() -> None:
 def test_model_auto_without_preflight_asks_the_server_once() -> None:
     import asyncio
 
-    from harness.judges import parse
+    from harness.judges.replies import parse
 
     with JudgeServer(CHUNKS, model="only-model") as server:
         j = OpenAIJudge("auto", base_url=server.base_url, api_key_env=None, cache=False)

@@ -13,10 +13,10 @@ import pytest
 from conftest import CliResult, run_cli
 from helpers.judge import judge, listwise, pointwise, sample, score
 
-from harness.errors import ConfigError, headline
-from harness.judges.failures import MESSAGE_CHARS, rejects_format
-from harness.judges.parse import soft_verdicts
-from harness.types import Completion
+from harness.core.errors import ConfigError, headline
+from harness.core.types import Completion
+from harness.judges.replies.failures import MESSAGE_CHARS, rejects_format
+from harness.judges.replies.parse import soft_verdicts
 
 # llama-cpp-python 0.3 (``python -m llama_cpp.server``) answers a json_schema response format
 # with HTTP 500 and FastAPI's RequestValidationError as the message.
@@ -305,7 +305,7 @@ def test_soft_without_top_logprobs_is_refused_up_front(tmp_path: Path, judge_ser
 
 
 def test_a_cut_without_a_set_limit_names_the_setting() -> None:
-    from harness.judges.reply import reply_cut
+    from harness.judges.replies.read import reply_cut
 
     assert str(reply_cut(None)) == ("reply cut at the endpoint's token limit "
                                     "(finish_reason=length); set judge.max_tokens higher")

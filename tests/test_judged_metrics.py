@@ -12,12 +12,12 @@ import pytest
 import yaml
 from conftest import CONF
 
-from harness.errors import ConfigError
-from harness.metrics.listwise import ContextualPrecision
+from harness.core.errors import ConfigError
+from harness.core.protocols import Kind
+from harness.core.types import Completion, JudgeStats, RagSample, SampleResult
+from harness.metrics.contextual_precision import ContextualPrecision
 from harness.metrics.llm import LLMContextPrecision
 from harness.prompts.template import PromptTemplate
-from harness.protocols import Kind
-from harness.types import Completion, JudgeStats, RagSample, SampleResult
 
 T = TypeVar("T")
 _CONTEXT = re.compile(r"<context(?: index=\"\d+\")?>\n(.*?)\n</context>", re.DOTALL)

@@ -4,12 +4,12 @@ import pytest
 from helpers.judge import ANSWER, QUESTION, judge, listwise, pointwise, prompt, sample, score
 from test_ranking import TABLE
 
-from harness.errors import ConfigError, JudgeError
+from harness.core.errors import ConfigError, JudgeError
+from harness.core.types import RagSample
 from harness.judges.openai_chat import OpenAIJudge
 from harness.metrics.llm import LLMContextPrecision
 from harness.metrics.ranking import average_precision
 from harness.prompts.template import PromptTemplate
-from harness.types import RagSample
 
 PARIS = "The Eiffel Tower is located in Paris, the capital of France."
 BERLIN = "The Brandenburg Gate is a monument in Berlin."

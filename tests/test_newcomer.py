@@ -13,8 +13,8 @@ from conftest import ROOT, SHARED, run_cli
 from judge_server import JudgeServer
 
 from harness import evaluate
+from harness.core.errors import ConfigError
 from harness.datasets.json_doc import JsonDataset
-from harness.errors import ConfigError
 
 AMNESTY = ROOT / "tests" / "data" / "ragas_amnesty_qa" / "english_5.json"
 AMNESTY_FULL = SHARED / "data" / "ragas_amnesty_qa" / "english.json"
@@ -217,8 +217,8 @@ def test_experiment_without_multirun_says_so(tmp_path: Path) -> None:
 def test_cache_command_takes_the_runs_setting_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], spelling: list[str]
 ) -> None:
-    from harness.cache import main
-    from harness.judges.cache import VerdictCache
+    from harness.cli.cache import main
+    from harness.judges.cache.sqlite import VerdictCache
 
     path = tmp_path / "verdicts.sqlite"
     VerdictCache(path).close()
@@ -231,7 +231,7 @@ def test_cache_command_takes_the_runs_setting_name(
 
 
 def test_cache_help_names_both_spellings(capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.cache import main
+    from harness.cli.cache import main
 
     with pytest.raises(SystemExit):
         main(["--help"])

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from rapidfuzz import distance
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.types import RagSample
+from harness.metrics.non_llm import MEASURES, StringContextPrecision
 from harness.metrics.ranking import average_precision
-from harness.metrics.string_similarity import MEASURES, StringContextPrecision
-from harness.types import RagSample
 
 EIFFEL = "The Eiffel Tower is located in Paris."
 REFS = (

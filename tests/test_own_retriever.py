@@ -15,8 +15,8 @@ from helpers import mlflow_runs
 from helpers.errors import fails
 from helpers.paths import ROOT
 
-from harness.errors import ConfigError
-from harness.registry import trust_patterns
+from harness.core.errors import ConfigError
+from harness.core.trust import trust_patterns
 
 README = (ROOT / "README.md").read_text("utf-8")
 TINY = ROOT / "tests" / "data" / "beir_tiny"
@@ -121,7 +121,7 @@ def own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     package(tmp_path, name, """
         import time
         from harness.retrievers.search import SearchRetriever
-        from harness.types import Hit
+        from harness.core.types import Hit
 
         class Slow(SearchRetriever):
             def __init__(self, top_k=None, delay_ms: float = 0.0, ids=("d1", "d2")):
@@ -310,7 +310,7 @@ def test_python_api_takes_a_trusted_retriever(own: tuple[Path, str]) -> None:
 
 
 def test_nested_parts_metrics_and_index_facts_are_summed() -> None:
-    from harness.timing import index_facts, latency_line, retriever_metrics
+    from harness.run.timing import index_facts, latency_line, retriever_metrics
 
     hybrid = {"kind": "hybrid", "metrics": {"fused": 2},
               "retrievers": [{"kind": "bm25", "index": {"build_seconds": 1.0, "bytes": 100,

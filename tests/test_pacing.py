@@ -21,11 +21,11 @@ import pytest
 from helpers import pacing_sim as sim
 from judge_server import JudgeServer, Label, LabelKey
 
-from harness.errors import ConfigError
-from harness.judges import pacing
+from harness.core.errors import ConfigError
+from harness.core.types import Completion
 from harness.judges.openai_chat import OpenAIJudge
-from harness.judges.pacing import INITIAL, Pacer, backoff, duration, retry_after
-from harness.types import Completion
+from harness.judges.transport import pacing
+from harness.judges.transport.pacing import INITIAL, Pacer, backoff, duration, retry_after
 
 SLOTS, LATENCY = 4, 0.25
 

@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 from conftest import ROOT, SHARED, run_cli_subprocess
 
-from harness.build import check_objective, settings
-from harness.errors import ConfigError
-from harness.job import RunSettings
-from harness.objectives import (
+from harness.config.build import check_objective, settings
+from harness.core.errors import ConfigError
+from harness.core.objectives import (
     Objective,
     directions,
     dominates,
@@ -29,6 +28,7 @@ from harness.objectives import (
     parse,
     register_resolver,
 )
+from harness.core.settings import RunSettings
 
 MAX_Q, MIN_LAT = Objective("ndcg_at_10", True), Objective("retrieval_p95_ms", False)
 TWO = [MAX_Q, MIN_LAT]
@@ -207,7 +207,7 @@ def _job_folder(root: Path, num: int, override: str, summary: dict[str, Any] | N
 
 
 def test_console_summary_marks_the_pareto_jobs(tmp_path: Path) -> None:
-    from harness.tracking.summary import read_jobs, render
+    from harness.report.console import read_jobs, render
 
     for num, (key, (q, lat)) in enumerate(POINTS.items()):
         _job_folder(tmp_path, num, f"retriever.k1={key}", {
@@ -265,8 +265,8 @@ def test_compare_draws_and_logs_the_front_to_the_parent(mlflow_store: str,
 
 def test_compare_pareto_key_choices_and_errors(mlflow_store: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli.compare import main
     from harness.compare import compare
-    from harness.compare.cli import main
 
     name, _, _ = _sweep_in_store(mlflow_store, {k: POINTS[k] for k in "abce"})
     off = compare(name, tracking_uri=mlflow_store, bootstrap=20, log=False, pareto="none")

@@ -23,8 +23,8 @@ from helpers import mlflow_runs
 from helpers.judge import pointwise, prompt, sample, score
 from helpers.postgres import PASSWORD, Postgres, available
 
-from harness.errors import ConfigError
-from harness.judges.cache import default_path
+from harness.core.errors import ConfigError
+from harness.judges.cache.sqlite import default_path
 from harness.judges.openai_chat import OpenAIJudge
 
 heavy = pytest.mark.heavy
@@ -228,7 +228,7 @@ def test_cache_command_info_and_prune_on_the_url(judge_server, db):
     score(pointwise(judge_server, judge={"cache_url": db}), [sample(["a", "b"])])
 
     def cache_cmd(*args):
-        done = subprocess.run([sys.executable, "-m", "harness.cache", *args],
+        done = subprocess.run([sys.executable, "-m", "harness.cli.cache", *args],
                               capture_output=True, text=True, timeout=60)
         no_canary(done.stdout, done.stderr)
         return done
@@ -249,10 +249,10 @@ def test_cache_command_info_and_prune_on_the_url(judge_server, db):
 @heavy
 def test_an_empty_database_has_no_cache_yet(pg):
     url = pg.database("empty_one")
-    done = subprocess.run([sys.executable, "-m", "harness.cache", "info", "--url", url],
+    done = subprocess.run([sys.executable, "-m", "harness.cli.cache", "info", "--url", url],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "no verdict cache yet" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "harness.cache", "prune", "--older-than",
+    done = subprocess.run([sys.executable, "-m", "harness.cli.cache", "prune", "--older-than",
                            "1d", "--url", url], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "no verdict cache in this database yet" in done.stderr
 
@@ -291,7 +291,7 @@ def test_password_from_pgpassword(tmp_path, judge_server, db, monkeypatch):
 @heavy
 def test_schema_created_once_by_many_first_users_at_once(pg):
     url = pg.database("first_use")
-    code = ("import asyncio, sys\nfrom harness.judges.cache_pg import PgVerdictCache\n"
+    code = ("import asyncio, sys\nfrom harness.judges.cache.postgres import PgVerdictCache\n"
             "async def main():\n    c = PgVerdictCache(sys.argv[1])\n    await c.open()\n"
             "    await c.aclose()\nasyncio.run(main())\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, url], stderr=subprocess.PIPE,

@@ -13,7 +13,7 @@ from judge_server import JudgeServer
 
 from harness import evaluate
 from harness.api import composed
-from harness.build import instantiate
+from harness.config.build import instantiate
 from harness.judges.checks import check_prices
 from harness.judges.openai_chat import OpenAIJudge
 from harness.metrics.ranking import average_precision

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 from helpers.errors import fails
 
-from harness import ray_check
+from harness.cli import ray_check
 
 SWEEP = ("-m", "hydra/launcher=ray_cluster", "metric=id_based,id_ranked", "tracking=none")
 

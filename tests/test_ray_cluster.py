@@ -6,7 +6,7 @@ A two-node cluster on this machine (``ray start --head`` and ``ray start --addre
 judge on 127.0.0.1. The nodes hold the credentials in their environment, as a team's
 machines would (``PGUSER``/``PGPASSWORD``, ``MLFLOW_TRACKING_USERNAME/PASSWORD`` set
 before ``ray start``); the command line holds none: a URL with user info in it is hidden
-from Hydra's files in the launching process's environment (``harness.cli_secrets``),
+from Hydra's files in the launching process's environment (``harness.core.secrets``),
 which a cluster's workers do not share.
 """
 

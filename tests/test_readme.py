@@ -18,7 +18,7 @@ COMMANDS = [
     "python -m harness metric=id_based tracking=none run.limit=100",
     "python -m harness -m metric=id_based,id_ranked,non_llm",
     "python -m harness dataset=scifact retriever=bm25 retriever.top_k=5 metric=id_ranked",
-    "python -m harness.cache info",
+    "python -m harness.cli.cache info",
 ]
 
 

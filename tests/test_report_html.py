@@ -14,11 +14,11 @@ from helpers import mlflow_runs
 from judge_server import JudgeServer
 from matplotlib.figure import Figure
 
-from harness.evaluation import Tally
-from harness.plots import by_rank, histogram, verdict_map
-from harness.report.cli import main as report_main
-from harness.report.sampling import Evenly
-from harness.types import SampleResult
+from harness.cli.report import main as report_main
+from harness.core.types import SampleResult
+from harness.report.plots import by_rank, histogram, verdict_map
+from harness.run.loop import Tally
+from harness.run.sampling import Evenly
 
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 SECTION = '<section class="sample"'

@@ -17,6 +17,7 @@ import math
 
 import pytest
 
+from harness.core.types import RagSample
 from harness.metrics.retrieval import (
     mean_metrics,
     mrr,
@@ -26,7 +27,6 @@ from harness.metrics.retrieval import (
     sample_grades,
     sample_metrics,
 )
-from harness.types import RagSample
 
 CASES = {
     "graded": (

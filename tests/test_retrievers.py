@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 from helpers.paths import CONF, ROOT, SHARED
 
-from harness.datasets.beir import BeirDataset
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.types import Chunk, Corpus, Document, Hit, RagSample
+from harness.datasets.beir.dataset import BeirDataset
 from harness.metrics.retrieval import mean_metrics
 from harness.retrievers import index_cache
-from harness.retrievers.base import CorpusRetriever
 from harness.retrievers.bm25 import BM25
 from harness.retrievers.chunking import check_chunking, chunk_documents, doc_id_of, split_text
+from harness.retrievers.corpus import CorpusRetriever
 from harness.retrievers.hybrid import Hybrid, fuse
 from harness.retrievers.precomputed import Precomputed
 from harness.retrievers.search import SearchRetriever
 from harness.retrievers.topk import top_k
-from harness.types import Chunk, Corpus, Document, Hit, RagSample
 
 TINY = Path(__file__).resolve().parent / "data" / "beir_tiny"
 DATA = SHARED / "data"
@@ -357,7 +357,7 @@ def compose_retriever(*overrides):
 
 def build_retriever(*overrides):
     """The retriever ``python -m harness OVERRIDES`` builds."""
-    from harness.build import instantiate
+    from harness.config.build import instantiate
 
     return instantiate(compose_retriever(*overrides), "retriever")
 
@@ -521,7 +521,7 @@ def test_search_retriever_checks_corpus_settings_and_answers():
 
 def test_dense_without_its_extra_is_a_one_line_config_error(monkeypatch):
     import harness.retrievers.extras as extras
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -537,8 +537,9 @@ def test_dense_without_its_extra_is_a_one_line_config_error(monkeypatch):
 @pytest.mark.slow
 def test_importing_harness_parts_does_not_import_torch():
     code = (
-        "import sys, harness.retrievers.dense, harness.retrievers.hybrid, harness.retrievers.bm25, "
-        "harness.retrievers.search, harness.datasets.beir, harness.metrics.retrieval; "
+        "import sys, harness.retrievers.dense.retriever, harness.retrievers.hybrid, "
+        "harness.retrievers.bm25, "
+        "harness.retrievers.search, harness.datasets.beir.dataset, harness.metrics.retrieval; "
         "print(sorted(m for m in ('torch', 'transformers', 'bm25s') if m in sys.modules))"
     )
     out = subprocess.run(
@@ -549,7 +550,7 @@ def test_importing_harness_parts_does_not_import_torch():
 
 @pytest.fixture(scope="module")
 def dense_index(tiny):
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     _, corpus, _ = tiny
     dense = Dense(top_k=3, cache=False)
@@ -573,7 +574,7 @@ def test_dense_retrieves_by_meaning(tiny, dense_index):
 @pytest.mark.heavy
 @needs_dense
 def test_dense_embeddings_are_cached(tiny, dense_index, monkeypatch):
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     _, corpus, _ = tiny
     first = Dense()
@@ -636,7 +637,7 @@ def test_rerank_option_is_chosen_with_rerank_equals_dense():
 @pytest.mark.heavy
 @needs_dense
 def test_rerank_group_and_default_hybrid_compose():
-    from harness.retrievers.dense import Dense
+    from harness.retrievers.dense.retriever import Dense
 
     hybrid = build_retriever("retriever=hybrid")
     assert [type(r) for r in hybrid.retrievers.values()] == [BM25, Dense]

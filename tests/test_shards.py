@@ -18,12 +18,12 @@ from conftest import CONF, CliResult, run_cli, run_cli_subprocess, start_cli
 from helpers import mlflow_runs
 from helpers.errors import fails
 
+from harness.core.errors import DatasetError
 from harness.datasets.files import CsvDataset, JsonlDataset
-from harness.datasets.spans import JsonlSpan, plan, shard
-from harness.errors import DatasetError
-from harness.evaluation import Tally
-from harness.shards_merge import fold, merge, unique_ids
-from harness.shards_worker import ShardWorker
+from harness.run.loop import Tally
+from harness.shards.merge import fold, merge, unique_ids
+from harness.shards.plan import JsonlSpan, plan, shard
+from harness.shards.worker import ShardWorker
 
 #: Summary keys that say how long the run took, or where: the rest must be equal.
 TIMES = {"duration_s", "samples_per_s", "output_dir", "timing", "config"}
@@ -138,7 +138,7 @@ def one_process(config: dict[str, Any], rows: Path) -> Tally:
     """The run as one process scores it (``harness.tasks.evaluate``)."""
     from omegaconf import OmegaConf
 
-    from harness.build import build
+    from harness.config.build import build
     from harness.tasks.evaluate import plan as plan_run
     from harness.tasks.evaluate import score, timed_retriever
 
@@ -242,7 +242,7 @@ def test_an_id_used_again_in_a_later_shard_is_the_same_error(tmp_path: Path) -> 
 
 
 def test_a_mapped_column_need_be_in_one_shard_only(tmp_path: Path) -> None:
-    from harness.shards_merge import mapped_columns
+    from harness.shards.merge import mapped_columns
 
     data = tmp_path / "d.jsonl"
     rows = [{"id": f"q{i}", "retrieved_context_ids": ["a"]} for i in range(30)]
@@ -315,9 +315,9 @@ def test_a_csv_file_shards_by_index_within_the_limit(tmp_path: Path) -> None:
 
 
 def test_only_the_evaluate_task_shards() -> None:
-    from harness.errors import ConfigError
+    from harness.core.errors import ConfigError
     from harness.shards import ShardedEvaluate, sharded
-    from harness.tasks.agreement import JudgeAgreement
+    from harness.tasks.agreement.task import JudgeAgreement
     from harness.tasks.evaluate import Evaluate
 
     assert type(sharded(Evaluate())) is ShardedEvaluate

@@ -9,10 +9,9 @@ logs the table and plots under ``compare/`` in the sweep's parent run.
 
 The modules: ``stats`` (intervals, tests, ranking), ``pairing`` (naming runs, what may be
 paired, the gate), ``store`` (MLflow), ``render`` (table and plots), ``core``
-(``compare()``), ``cli`` (``main``).
+(``compare()``); its command line is ``harness.cli.compare``.
 """
 
-from harness.compare.cli import DEFAULTS, USAGE, main, parse
 from harness.compare.core import COSMETIC, compare
 from harness.compare.render import TOP_K, plot, render
 from harness.compare.stats import bootstrap_ci, paired_test, rank_rows, sign_flip_p, top_two
@@ -24,14 +23,10 @@ _test_top_two = top_two
 
 __all__ = [
     "COSMETIC",
-    "DEFAULTS",
     "TOP_K",
-    "USAGE",
     "bootstrap_ci",
     "compare",
-    "main",
     "paired_test",
-    "parse",
     "per_query",
     "plot",
     "rank_rows",

@@ -1,6 +1,6 @@
 """``python -m harness.compare``."""
 
-from harness.compare.cli import main
+from harness.cli.compare import main
 
 if __name__ == "__main__":
     main()

@@ -16,7 +16,7 @@ from harness.compare.pairing import check_pair, gate, identity, resolve
 from harness.compare.render import plot, render
 from harness.compare.stats import paired_test, rank_rows, top_two
 from harness.compare.store import finished, log_outputs, open_experiment, per_query, select_runs
-from harness.errors import ConfigError, TrackingError, closest
+from harness.core.errors import ConfigError, TrackingError, closest
 
 #: Params that never change a score; never shown as "what varied".
 COSMETIC = {"run.progress", "run.quiet", "run.fail_under"}

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from harness.errors import ConfigError, closest
+from harness.core.errors import ConfigError, closest
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 #: Metrics whose value does not depend on the context-precision variant.

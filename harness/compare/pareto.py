@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, closest
-from harness.objectives import Objective, known, pareto_front, parse, sort_key
-from harness.text import clip
+from harness.core.errors import ConfigError, closest
+from harness.core.objectives import Objective, known, pareto_front, parse, sort_key
+from harness.core.text import clip
 
 #: The cost a sweep's quality is traded against when ``pareto=`` is not given.
 LATENCY = "retrieval_p95_ms"

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, TrackingError, closest
-from harness.redact import redact_uri
-from harness.tracking.store import client
+from harness.core.errors import ConfigError, TrackingError, closest
+from harness.core.redact import redact_uri
+from harness.tracking.mlflow.store import client
 
 
 def open_experiment(uri: str, experiment: str | None) -> tuple[Any, Any]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from harness.errors import ConfigError, DatasetError, closest
-from harness.types import SAMPLE_FIELDS
+from harness.core.errors import ConfigError, DatasetError, closest
+from harness.core.types import SAMPLE_FIELDS
 
 #: Column names kept for the hint of a mapping that matches no column.
 _MAX_KEYS = 1000

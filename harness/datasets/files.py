@@ -9,6 +9,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import ConfigError, DatasetError
+from harness.core.types import Corpus, RagSample
 from harness.datasets.fields import DOCUMENT_HINT, columnar, field_map
 from harness.datasets.parquet import read_parquet
 from harness.datasets.reading import (
@@ -23,8 +25,6 @@ from harness.datasets.reading import (
     stat_file,
 )
 from harness.datasets.records import RecordParser
-from harness.errors import ConfigError, DatasetError
-from harness.types import Corpus, RagSample
 
 __all__ = [
     "CsvDataset", "FileDataset", "JsonlDataset", "ParquetDataset", "SampleDataset", "batched",

@@ -15,12 +15,12 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from harness.core.errors import DatasetError
+from harness.core.types import RagSample
 from harness.datasets.fields import columnar
 from harness.datasets.files import JsonlDataset
 from harness.datasets.reading import decode_line, load_json, read_lines
 from harness.datasets.records import RecordParser, _type_name
-from harness.errors import DatasetError
-from harness.types import RagSample
 
 
 class JsonDataset(JsonlDataset):

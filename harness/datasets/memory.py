@@ -9,11 +9,11 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from harness.core.errors import ConfigError, DatasetError
+from harness.core.types import Corpus, RagSample
 from harness.datasets.fields import MappedColumns, field_map
 from harness.datasets.files import batched
 from harness.datasets.records import RecordParser
-from harness.errors import ConfigError, DatasetError
-from harness.types import Corpus, RagSample
 
 #: How messages name a mapping: the ``fields`` argument of ``harness.evaluate``.
 _MAPPED_BY = "fields[{!r}]"

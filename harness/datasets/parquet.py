@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import DatasetError
 from harness.datasets.fields import MappedColumns
 from harness.datasets.reading import open_regular
-from harness.errors import DatasetError
 
 #: Rows converted to Python at a time.
 BATCH = 4096

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from harness.core.errors import ConfigError, DatasetError
 from harness.datasets.fields import text_problem
-from harness.errors import ConfigError, DatasetError
 
 BLOCK = 1 << 20
 

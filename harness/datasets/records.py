@@ -10,9 +10,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from harness.core.errors import DatasetError
+from harness.core.types import SAMPLE_FIELDS, RagSample
 from harness.datasets.fields import ALIASES, LEGACY_LIST, MappedColumns, text_problem
-from harness.errors import DatasetError
-from harness.types import SAMPLE_FIELDS, RagSample
 
 _TEXT = ("user_input", "reference", "response")
 _TEXTS = ("retrieved_contexts", "reference_contexts")

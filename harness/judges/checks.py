@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from harness.errors import ConfigError, closest
-from harness.redact import redact_uri
+from harness.core.errors import ConfigError, closest
+from harness.core.redact import redact_uri
 
 #: Keys of one model's ``prices`` entry (USD per million tokens).
 PRICE_KEYS = ("input", "cached_input", "output")

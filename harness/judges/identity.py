@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from harness.errors import ConfigError, JudgeError, headline
-from harness.judges import failures
-from harness.redact import redact
+from harness.core.errors import ConfigError, JudgeError, headline
+from harness.core.redact import redact
+from harness.judges.replies import failures
 
 if TYPE_CHECKING:
     import openai

@@ -1,6 +1,6 @@
 """A judge on any OpenAI-compatible chat-completions endpoint.
 
-``ChatTransport`` (``harness.judges.transport``) sends the requests, with the SDK's
+``ChatTransport`` (``harness.judges.transport.chat``) sends the requests, with the SDK's
 transport retries; this wrapper adds the verdict cache, retries of unusable replies
 (``parse_retries``) and independent draws.
 """
@@ -11,17 +11,17 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
-from harness.errors import JudgeParseError, JudgeReplyCut
-from harness.judges import cached
+from harness.core.errors import JudgeParseError, JudgeReplyCut
+from harness.core.protocols import Kind
+from harness.core.redact import redact, redact_uri
+from harness.core.text import clip
+from harness.core.types import Completion, JudgeStats
+from harness.judges.cache import lookup as cached
 from harness.judges.checks import check_prices, check_settings, split_base_url
 from harness.judges.identity import AUTO
-from harness.judges.reply import reply_cut, tokens
-from harness.judges.schemas import SCHEMAS
-from harness.judges.transport import ChatTransport, OutputMode
-from harness.protocols import Kind
-from harness.redact import redact, redact_uri
-from harness.text import clip
-from harness.types import Completion, JudgeStats
+from harness.judges.replies.read import reply_cut, tokens
+from harness.judges.replies.schemas import SCHEMAS
+from harness.judges.transport.chat import ChatTransport, OutputMode
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ class OpenAIJudge:
         max_concurrency: Requests in flight at most.
         pacing: ``adaptive`` (default): the limit on requests in flight starts low (or at
             the server's slot count when it tells) and follows the server's latency, 429s,
-            503s and time-outs, up to ``max_concurrency`` (``harness.judges.pacing``);
+            503s and time-outs, up to ``max_concurrency`` (``harness.judges.transport.pacing``);
             ``fixed``: always ``max_concurrency``.
         output_mode: ``json_schema`` (structured output, default), ``json_object_schema``
             (a JSON object constrained by the schema: llama.cpp's servers), ``json_object`` or
@@ -66,7 +66,7 @@ class OpenAIJudge:
         cache_url: A PostgreSQL cache shared by every process and machine
             (``postgresql://USER@HOST:PORT/DB``; the password in it or in ``PGPASSWORD``,
             never printed): instead of the file. A key being paid for is claimed, so two
-            processes asking for it at once pay once (``harness.judges.cache_pg``).
+            processes asking for it at once pay once (``harness.judges.cache.postgres``).
         samples: Independent verdicts per judgement (for temperature > 0): draw ``i`` is
             sent with seed ``seed + i`` and cached on its own.
         vote: How several verdicts combine: ``majority`` (relevant iff at least half say

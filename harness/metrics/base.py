@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.protocols import OnDone
-from harness.types import RagSample, SampleResult
+from harness.core.protocols import OnDone
+from harness.core.types import RagSample, SampleResult
 
 
 class BaseMetric:
-    """Defaults for the public ``Metric`` protocol (``harness.protocols.Metric``, API v1).
+    """Defaults for the public ``Metric`` protocol (``harness.core.protocols.Metric``, API v1).
 
     A metric of your own subclasses this, sets ``name`` and ``requires`` and implements
     ``score_batch``; it scores in the caller's thread and needs no preflight, judge or

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.protocols import OnDone
+from harness.core.types import RagSample, SampleResult, unscored
+from harness.core.validation import Range, check_value
 from harness.metrics.base import BaseMetric, missing_fields
 from harness.metrics.ranking import average_precision, set_precision
-from harness.protocols import OnDone
-from harness.types import RagSample, SampleResult, unscored
-from harness.validation import Range, check_value
 
 Aggregate = Literal["set_precision", "average_precision"]
 #: The average-precision denominator's epsilon: a finite number >= 0.

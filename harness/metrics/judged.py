@@ -7,14 +7,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.aio import LoopThread
-from harness.errors import ConfigError
-from harness.judges import parse
+from harness.core.aio import LoopThread
+from harness.core.errors import ConfigError
+from harness.core.protocols import Judge, Kind, OnDone
+from harness.core.types import Completion, RagSample, SampleResult
 from harness.judges.checks import finite
+from harness.judges.replies import parse
 from harness.metrics.base import BaseMetric, missing_fields
 from harness.prompts.template import PromptTemplate
-from harness.protocols import Judge, Kind, OnDone
-from harness.types import Completion, RagSample, SampleResult
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """ragas's LLM-judged context precision: one pointwise judge call per retrieved chunk.
 
-deepeval's listwise variant is ``harness.metrics.listwise.ContextualPrecision`` (also
+deepeval's listwise variant is ``harness.metrics.contextual_precision.ContextualPrecision`` (also
 importable from here).
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from harness.errors import ConfigError, JudgeError
-from harness.judges import parse
+from harness.core.errors import ConfigError, JudgeError
+from harness.core.protocols import Judge
+from harness.core.types import Completion, RagSample, SampleResult, unscored
+from harness.judges.replies import parse
+from harness.metrics.contextual_precision import ContextualPrecision
 from harness.metrics.judged import JudgedMetric
-from harness.metrics.listwise import ContextualPrecision
 from harness.metrics.ranking import average_precision
 from harness.prompts.template import PromptTemplate
-from harness.protocols import Judge
-from harness.types import Completion, RagSample, SampleResult, unscored
 
 __all__ = ["ContextualPrecision", "LLMContextPrecision"]
 

@@ -24,7 +24,7 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from harness.types import RagSample
+from harness.core.types import RagSample
 
 
 def _first_occurrences(retrieved: Sequence[str], k: int | None) -> list[tuple[int, str]]:

@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.errors import ConfigError, closest
+from harness.core.errors import ConfigError, closest
 
 Mode = Literal["pointwise", "listwise"]
 
@@ -240,7 +240,7 @@ class PromptFile(PromptTemplate):
             raise ConfigError(f"prompt.path: {file}: expected a mapping of prompt keys")
         data.pop("_target_", None)
         data.pop("path", None)
-        from harness.validation import check_arguments
+        from harness.core.validation import check_arguments
 
         check_arguments("prompt", PromptTemplate, data)
         super().__init__(**data, path=str(file))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.timing import latency_line
-from harness.types import TrackedRun
+from harness.core.types import TrackedRun
+from harness.run.timing import latency_line
 
 
 def describe_run(summary: dict[str, Any]) -> str:

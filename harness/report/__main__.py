@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.report.cli import main
+from harness.cli.report import main
 
 if __name__ == "__main__":
     sys.exit(main())

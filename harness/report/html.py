@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.templates import RUN, SCRIPT, STYLE
-from harness.timing import latency_line
+from harness.run.timing import latency_line
 
 #: The plots a run draws, in the order shown, with what each shows (the image's alt text).
 PLOTS = {

@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.objectives import parse
+from harness.core.errors import ConfigError
+from harness.core.objectives import parse
 from harness.report.html import render
 from harness.report.templates import SWEEP
 from harness.report.write import REPORT, write_html
@@ -32,7 +32,7 @@ class SweepJob:
 
     def value(self, objective: str) -> float | None:
         """The job's value of ``objective`` (``mean``, a retrieval or timing metric, ...)."""
-        from harness.tracking.summary import objective_value
+        from harness.report.console import objective_value
 
         return objective_value(self.summary, objective)
 
@@ -82,7 +82,7 @@ def varied(jobs: list[SweepJob]) -> list[str]:
 
 def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
     """Write ``sweep_dir/report.html`` (or ``out``) from the sweep's job folders."""
-    from harness.guard import failed_jobs
+    from harness.run.outputs import failed_jobs
     from harness.tracking.sweep import ranked
 
     jobs = load_jobs(sweep_dir)
@@ -142,7 +142,7 @@ def _plot(jobs: list[SweepJob], key: str, objective: str) -> tuple[str, str, str
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from harness.plots import BLUE, ORANGE
+    from harness.report.plots import BLUE, ORANGE
 
     numeric = all(_number(x) is not None for x, _ in points)
     labels = sorted({x for x, _ in points}, key=lambda x: _number(x) or 0.0) if numeric else (
@@ -172,7 +172,7 @@ def sweep_report(sweep_dir: str) -> Path | None:
     and a report that cannot be written is a warning, not a failed sweep."""
     import sys
 
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
 
     try:
         return write_sweep_report(Path(sweep_dir))

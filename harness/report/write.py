@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.types import SampleResult
 from harness.report.html import read_rows, run_html
-from harness.types import SampleResult
 
 REPORT = "report.html"
 
@@ -48,8 +48,8 @@ def rebuild_run(run_dir: Path, out: Path | None = None, plots_dir: Path | None =
     """Write the report of the run in ``run_dir`` (its ``summary.json`` and
     ``samples.jsonl``), drawing its plots anew into ``plots_dir`` (default
     ``run_dir/plots``)."""
-    from harness.evaluation import Tally
-    from harness.plots import write_plots
+    from harness.report.plots import write_plots
+    from harness.run.loop import Tally
 
     summary_path, rows_path = run_dir / "summary.json", run_dir / "samples.jsonl"
     for path in (summary_path, rows_path):

@@ -8,16 +8,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.types import Chunk
+from harness.core.validation import Range, check_value
 from harness.retrievers import index_cache
 from harness.retrievers.chunking import ChunkOverlap, ChunkSize
-from harness.retrievers.dense import Dense
+from harness.retrievers.dense.retriever import Dense
 from harness.retrievers.extras import require_extra
 from harness.retrievers.indexed import IndexedRetriever
 from harness.retrievers.rerank import RerankStage
 from harness.retrievers.topk import Count, Scored, top_k
-from harness.types import Chunk
-from harness.validation import Range, check_value
 
 Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
 #: ``k1`` and ``delta``: finite numbers >= 0.
@@ -199,7 +199,7 @@ def _make_stemmer(language: str | None) -> Any:
     try:
         return Stemmer.Stemmer(language)
     except KeyError:
-        from harness.errors import closest
+        from harness.core.errors import closest
 
         names = Stemmer.algorithms()
         raise ConfigError(

@@ -23,9 +23,9 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from harness.errors import ConfigError
-from harness.types import Chunk, Document
-from harness.validation import Range
+from harness.core.errors import ConfigError
+from harness.core.types import Chunk, Document
+from harness.core.validation import Range
 
 _WORD = re.compile(r"\S+")
 

@@ -2,7 +2,7 @@
 
 A user's class or factory (admitted by ``trusted_targets``) builds either
 
-- a ``harness.protocols.Retriever`` (public API v1: ``needs_corpus``, ``prepare``,
+- a ``harness.core.protocols.Retriever`` (public API v1: ``needs_corpus``, ``prepare``,
   ``retrieve_batch``, ``describe``), e.g. a ``SearchRetriever`` subclass; or
 - any object with ``search(queries) -> list[list[Hit]]`` (and, optionally, ``index(corpus)``,
   ``needs_corpus``, ``top_k`` and ``describe()``): it is wrapped in a ``SearchRetriever``.
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.protocols import Retriever
+from harness.core.errors import ConfigError
+from harness.core.protocols import Retriever
+from harness.core.types import Corpus, Hit
 from harness.retrievers.search import SearchRetriever
-from harness.types import Corpus, Hit
 
 #: The members of the ``Retriever`` protocol (public API v1).
 MEMBERS = ("needs_corpus", "prepare", "retrieve_batch", "describe")
@@ -39,7 +39,7 @@ def conforming(built: Any, target: str) -> Retriever:
         return Searcher(built)
     raise ConfigError(
         f"retriever._target_: {target} made a {type(built).__name__}, which is not a "
-        f"retriever: it lacks {', '.join(missing)} (harness.protocols.Retriever, API v1) and "
+        f"retriever: it lacks {', '.join(missing)} (harness.core.protocols.Retriever, API v1) and "
         "has no search(queries) method; subclass harness.retrievers.search.SearchRetriever"
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
 
 
 def require_extra(modules: Sequence[str], what: str, extra: str | None) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from harness.errors import ConfigError
-from harness.types import Hit, RagSample
+from harness.core.errors import ConfigError
+from harness.core.types import Hit, RagSample
 
 #: Searches a list of questions: one list of hits per question, best first.
 Search = Callable[[list[str]], Sequence[Sequence[Hit]]]

@@ -6,14 +6,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from harness.errors import ConfigError
-from harness.retrievers.base import CorpusRetriever
+from harness.core.errors import ConfigError
+from harness.core.types import Chunk, Corpus
+from harness.core.validation import Range
 from harness.retrievers.chunking import chunk_documents
-from harness.retrievers.dense import Dense
+from harness.retrievers.corpus import CorpusRetriever
+from harness.retrievers.dense.retriever import Dense
 from harness.retrievers.rerank import RerankStage
 from harness.retrievers.topk import Count, check_top_k
-from harness.types import Chunk, Corpus
-from harness.validation import Range
 
 Level = Literal["chunk", "document"]
 #: ``rrf_k`` and each of ``weights``: finite numbers >= 0.

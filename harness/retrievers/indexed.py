@@ -6,11 +6,11 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.retrievers.base import CorpusRetriever
+from harness.core.errors import ConfigError
+from harness.core.types import Chunk, Corpus
 from harness.retrievers.chunking import chunk_documents
+from harness.retrievers.corpus import CorpusRetriever
 from harness.retrievers.topk import Scored
-from harness.types import Chunk, Corpus
 
 
 class IndexedRetriever(CorpusRetriever):

@@ -6,9 +6,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from harness.core.types import Corpus, RagSample
+from harness.core.validation import Range
 from harness.retrievers.fill import check_optional_top_k
-from harness.types import Corpus, RagSample
-from harness.validation import Range
 
 
 class Precomputed:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.retrievers.dense import Dense
+from harness.core.errors import ConfigError
+from harness.core.types import Chunk
+from harness.retrievers.dense.retriever import Dense
 from harness.retrievers.topk import check_top_k
-from harness.types import Chunk
 
 #: A first stage: for each query, its best ``k`` chunks.
 FirstStage = Callable[[Sequence[str], int], list[list[Chunk]]]

@@ -1,12 +1,12 @@
 """Your own retriever: subclass ``SearchRetriever`` and write ``search`` (public API v1).
 
-``SearchRetriever`` implements the ``harness.protocols.Retriever`` protocol (version
-``harness.protocols.API_VERSION``) around one method of yours::
+``SearchRetriever`` implements the ``harness.core.protocols.Retriever`` protocol (version
+``harness.core.protocols.API_VERSION``) around one method of yours::
 
     from collections.abc import Sequence
 
     from harness.retrievers.search import SearchRetriever
-    from harness.types import Corpus, Hit
+    from harness.core.types import Corpus, Hit
 
 
     class MyService(SearchRetriever):  # asks our search service
@@ -55,7 +55,7 @@ config, its settings beside it (they are checked against your ``__init__``), e.g
     top_k: 10
 
 (config targets are limited to the component classes in
-``harness.registry.TRUSTED_TARGETS``: your class's import path must be among them).
+``harness.core.trust.TRUSTED_TARGETS``: your class's import path must be among them).
 """
 
 from __future__ import annotations
@@ -64,10 +64,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
+from harness.core.types import Corpus, Hit, RagSample
+from harness.core.validation import Range
 from harness.retrievers.fill import check_optional_top_k, fill_samples
-from harness.types import Corpus, Hit, RagSample
-from harness.validation import Range
 
 
 class SearchRetriever(ABC):

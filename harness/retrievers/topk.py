@@ -6,8 +6,8 @@ from typing import Annotated
 
 import numpy as np
 
-from harness.errors import ConfigError
-from harness.validation import Range
+from harness.core.errors import ConfigError
+from harness.core.validation import Range
 
 #: A ranked result list: (chunk index into the retriever's chunks, score), best first.
 Scored = list[tuple[int, float]]

@@ -8,19 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.errors import ConfigError, DatasetError, GateFailed, RunFailed
-from harness.evaluation import Tally, evaluate
-from harness.gates import fail_under
-from harness.job import Job, JobValue, RunSettings
+from harness.core.errors import ConfigError, DatasetError, GateFailed, RunFailed
+from harness.core.objectives import job_value
+from harness.core.objectives import parse as parse_objective
+from harness.core.protocols import Parts
+from harness.core.settings import Job, JobValue, RunSettings
+from harness.core.types import RagSample
 from harness.metrics.retrieval import dropped_names
-from harness.objectives import job_value
-from harness.objectives import parse as parse_objective
-from harness.outputs import finalise, partial_of, streamed, strip_keys
-from harness.protocols import Parts
-from harness.record import base_tags, finish, flatten, judge_tags, tracked
 from harness.report import describe_run, render_summary
-from harness.timing import TIMING_METRICS, Timed, retriever_metrics
-from harness.types import RagSample
+from harness.run.gates import fail_under
+from harness.run.loop import Tally, evaluate
+from harness.run.outputs import finalise, partial_of, streamed, strip_keys
+from harness.run.record import base_tags, finish, flatten, judge_tags, tracked
+from harness.run.timing import TIMING_METRICS, Timed, retriever_metrics
 
 #: Config subtrees that decide the scores; logged as MLflow params.
 PARAM_GROUPS = ("dataset", "retriever", "metric", "run")
@@ -94,7 +94,7 @@ class Evaluate:
                                          "judge" in described)
         if parts.tracker.keeps_artifacts:
             # drawn while the MLflow helper is still importing: no added wall time
-            from harness.plots import write_plots
+            from harness.report.plots import write_plots
 
             artifacts += write_plots(tally, metric_name, job.out_dir / "plots")
         if "judge" in described:  # described again: the server said which model answered
@@ -140,7 +140,7 @@ class Evaluate:
                              metrics=metrics, tags=tags, artifacts=artifacts,
                              status="FAILED" if failure else "FINISHED")
         if not parts.settings.quiet and job.multirun:  # the sweep's summary comes at the end
-            from harness.tracking.summary import job_line
+            from harness.report.console import job_line
 
             print(job_line(job.job_num, job.run_name, summary, job.out_dir, tracked_run))
         elif not parts.settings.quiet:
@@ -221,7 +221,7 @@ def _progress(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], N
 
 
 def timed_retriever(parts: Parts) -> Timed:
-    """The run's retriever, timed (``harness.timing``); ``precomputed`` searches nothing."""
+    """The run's retriever, timed (``harness.run.timing``); ``precomputed`` searches nothing."""
     from harness.retrievers.precomputed import Precomputed
 
     inner = parts.retriever

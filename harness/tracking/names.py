@@ -12,7 +12,7 @@ import os
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from harness.redact import redact
+from harness.core.redact import redact
 
 SEP = "·"
 #: The swept keys of the running sweep, for its jobs (set by the sweep callback).

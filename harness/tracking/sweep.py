@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.errors import TrackingError
-from harness.objectives import Spec, known, pareto_front, parse, sort_key
-from harness.tracking.store import client, ensure_experiment
+from harness.core.errors import TrackingError
+from harness.core.objectives import Spec, known, pareto_front, parse, sort_key
+from harness.tracking.mlflow.store import client, ensure_experiment
 
 T = TypeVar("T")
 #: What ranks a job: its objective value, its number of unscored samples, its job number
@@ -30,7 +30,7 @@ def rank_key(value: float | None, n_unscored: float | None, job_num: int | None,
              maximize: bool = True, then: tuple[float, ...] = ()) -> tuple[float, ...]:
     """Sort key, best first: the best objective (the highest, or with ``maximize=False``
     the lowest; a missing or NaN one last), then the further objectives' ``then`` (see
-    ``harness.objectives.sort_key``: with several, a tie on the first goes to the Pareto
+    ``harness.core.objectives.sort_key``: with several, a tie on the first goes to the Pareto
     front), then fewer unscored samples, then the earlier job number. The one tie rule of
     the sweep's best child, its console summary and ``harness.compare``."""
     return (

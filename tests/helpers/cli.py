@@ -1,6 +1,6 @@
 """Running ``python -m harness ARGS``: in the pytest process, or in a child process.
 
-``run_cli`` calls ``harness.cli.main()`` in this process with everything a child process
+``run_cli`` calls ``harness.cli.main.main()`` in this process with everything a child process
 would get made to look the same: ``sys.argv``, the environment, the working directory,
 stdout and stderr (captured, Hydra's log lines included: Hydra points its log handlers at
 ``sys.stdout`` when a run starts), the exit code (``SystemExit``), and a fresh Hydra. What
@@ -153,8 +153,8 @@ def run_cli(
 
 
 def _call_main() -> int:
-    """``harness.cli.main()``; its exit code as the interpreter would report it."""
-    from harness.cli import main
+    """``harness.cli.main.main()``; its exit code as the interpreter would report it."""
+    from harness.cli.main import main
 
     try:
         main()

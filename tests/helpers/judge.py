@@ -8,12 +8,12 @@ from typing import Any, Literal
 import yaml
 from judge_server import JudgeServer
 
+from harness.core.types import RagSample, SampleResult
 from harness.judges.openai_chat import OpenAIJudge
+from harness.metrics.contextual_precision import ContextualPrecision
 from harness.metrics.judged import JudgedMetric
-from harness.metrics.listwise import ContextualPrecision
 from harness.metrics.llm import LLMContextPrecision
 from harness.prompts.template import PromptTemplate
-from harness.types import RagSample, SampleResult
 from helpers.paths import CONF
 
 QUESTION = "Where is the Eiffel Tower located?"

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from harness.redact import redact
+from harness.core.redact import redact
 from helpers.chroma_server import free_port
 from helpers.postgres import Postgres
 

@@ -1,9 +1,10 @@
 """Adaptive pacing against simulated servers, in virtual time: many server shapes in seconds.
 
-The real ``Pacer`` and a request loop shaped like ``harness.judges.sending.post`` (acquire,
-send, release, back off on 429/503/time-outs, retry after the server's ``Retry-After``) run
-on an asyncio loop whose clock jumps to the next timer instead of sleeping, so a run of
-1000 requests at 200 ms takes milliseconds and gives the same numbers on a busy machine.
+The real ``Pacer`` and a request loop shaped like ``harness.judges.transport.sending.post``
+(acquire, send, release, back off on 429/503/time-outs, retry after the server's
+``Retry-After``) run on an asyncio loop whose clock jumps to the next timer instead of
+sleeping, so a run of 1000 requests at 200 ms takes milliseconds and gives the same
+numbers on a busy machine.
 The HTTP path itself is tested against ``tests/judge_server.py``; this covers the limiter's
 decisions over latency shapes a real server has: jitter, heavy tails, fast/slow mixes, a few
 slots with a queue, random 429s, a token-rate limit with headers, and a change mid-run.
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.judges.pacing import CONGESTED, Pacer, backoff, retry_after, should_retry
+from harness.judges.transport.pacing import CONGESTED, Pacer, backoff, retry_after, should_retry
 
 Draw = Callable[[random.Random], float]
 

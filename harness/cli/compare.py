@@ -1,0 +1,107 @@
+"""The ``python -m harness.compare`` / ``harness-compare`` command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from harness.compare.core import compare
+from harness.core.errors import ConfigError, HarnessError, closest
+
+USAGE = """\
+usage: python -m harness.compare experiment=NAME [key=value ...]
+       python -m harness.compare baseline=RUN candidate=RUN [fail_if_worse=true] [key=value ...]
+
+Rank the runs of a sweep by a metric, with bootstrap confidence intervals, one table per
+dataset and metric, and test the two best runs against each other on the queries both
+scored; or test a candidate run against a baseline run (and gate CI on it: exit 4).
+
+keys:
+  experiment=NAME    the MLflow experiment (required unless baseline= and candidate= are
+                     given; then it narrows where their names are looked up)
+  baseline=RUN       a run id, a run name or its overrides (key=value,...): the reference
+  candidate=RUN      the run tested against the baseline on the ids both scored
+  force=false        pair a baseline and candidate of different datasets or metrics anyway
+  fail_if_worse=false  exit 4 when the candidate is worse: a mean paired difference below
+                     -min_delta with p < alpha (the decision is printed either way)
+  alpha=0.05         the gate's significance level (sign-flip test)
+  min_delta=0        the loss the gate tolerates (in units of the metric)
+  metric=mean        the MLflow metric to rank by; per query: `score` for mean, else the
+                     samples.jsonl key of that name (ndcg_at_10 also reads ndcg@10)
+  tracking_uri=URI   default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db
+  sweep=latest       latest: children of the newest sweep; all: every finished run; or a
+                     parent run id
+  top=N              rows to print (default: all)
+  bootstrap=2000     resamples for the intervals and the randomization test
+  confidence=0.95    interval coverage
+  seed=0             random seed
+  plots=true         metric vs retriever.top_k; per-query wins, ties and losses against
+                     #1 or the baseline (matplotlib)
+  log=true           log compare/table.md, table.json and plots to the parent run (or a
+                     new run named "compare" when there is none)
+  pareto=A,-B        the Pareto front of metrics A (maximised) and B (a leading -
+                     minimises): its table, compare/pareto.png and pareto.json; default:
+                     metric vs -retrieval_p95_ms when the runs logged latencies; none: off
+"""
+DEFAULTS: dict[str, Any] = {
+    "experiment": None, "metric": "mean", "tracking_uri": None, "sweep": "latest", "top": None,
+    "bootstrap": 2000, "confidence": 0.95, "seed": 0, "plots": True, "log": True,
+    "baseline": None, "candidate": None, "force": False, "fail_if_worse": False,
+    "alpha": 0.05, "min_delta": 0.0, "pareto": None,
+}
+_FLAGS = ("plots", "log", "force", "fail_if_worse")
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def parse(argv: list[str]) -> dict[str, Any]:
+    """``key=value`` tokens to ``compare`` keyword arguments (``ConfigError`` when bad)."""
+    args = dict(DEFAULTS)
+    for token in argv:
+        key, eq, raw = token.partition("=")
+        if not eq:
+            raise ConfigError(f"expected key=value, got {token!r}; see --help")
+        if key not in DEFAULTS:
+            hint = closest(key, list(DEFAULTS))
+            raise ConfigError(f"unknown key {key!r}{hint}; keys: {', '.join(DEFAULTS)}")
+        try:
+            if key in _FLAGS:
+                args[key] = _BOOLEANS[raw.lower()]
+            elif key in ("top", "bootstrap", "seed"):
+                args[key] = None if key == "top" and raw in ("all", "null") else int(raw)
+            else:
+                args[key] = float(raw) if key in ("confidence", "alpha", "min_delta") else raw
+        except (KeyError, ValueError):
+            raise ConfigError(f"{key}: bad value {raw!r}; see --help") from None
+    if not args["experiment"] and not (args["baseline"] and args["candidate"]):
+        raise ConfigError("experiment=NAME is required (or baseline=RUN candidate=RUN); "
+                          "see --help")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: print the table and the test; exit 2 on a usage or store error,
+    4 when ``fail_if_worse`` finds the candidate worse."""
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE, end="")
+        return
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    try:
+        args = parse(argv)
+        result = compare(args.pop("experiment"), **args)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as e:  # the store's own errors (MlflowException and kin): one line
+        if not type(e).__module__.startswith("mlflow"):
+            raise
+        print(f"error: MLflow: {str(e).strip().splitlines()[0]}", file=sys.stderr)
+        sys.exit(2)
+    print(result["table"], end="")
+    if result["logged_to"]:
+        print(f"logged {', '.join(result['artifacts'])} to run {result['logged_to']}")
+    if result["gate"]:
+        print(result["gate"]["line"])
+        if result["gate"]["failed"]:
+            sys.exit(4)

@@ -1,0 +1,148 @@
+"""The Hydra task function: from the composed config of one job to its task's result.
+
+Errors the user can act on end as one line and an exit code: 2 bad input or config,
+3 a limit the user set was broken, 4 a gate failed (``run.fail_under``), 128+N a signal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from harness.config.build import build, instantiate, uses
+from harness.config.compose import job_config
+from harness.core import secrets as cli_secrets
+from harness.core.errors import GateFailed, HarnessError, Interrupted, RunFailed
+from harness.core.protocols import Parts
+from harness.core.redact import redact
+from harness.core.settings import Job, JobValue
+from harness.run.outputs import release, write_text
+
+
+def choices_of(cfg: DictConfig, parts: Parts, chosen: dict[str, Any]) -> dict[str, str]:
+    """The options chosen in the groups that matter to this job (tags, run names)."""
+    # Nested choices (a hybrid's parts: ``retriever@retriever.retrievers.bm25``) are in the
+    # config itself; tags and run names keep the top-level groups.
+    choices = {
+        k: str(v) for k, v in chosen.items() if v and not k.startswith("hydra/") and "@" not in k
+    }
+    if not uses(cfg, "judge"):
+        choices = {k: v for k, v in choices.items() if k not in ("judge", "prompt")}
+    for group in parts.task.unused_groups:
+        choices.pop(group, None)
+    return choices
+
+
+def run(cfg: DictConfig) -> JobValue:
+    """Run one job; return ``run.objective`` (NaN when it has no value)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    multirun = hc.mode == RunMode.MULTIRUN
+    try:
+        scrub_hydra_files(out_dir)
+        parts = build(cfg)
+        if parts.settings.shards > 1:  # one evaluation, scored by workers (harness.shards)
+            from harness.shards import sharded
+
+            parts.task = sharded(parts.task)
+        choices = choices_of(cfg, parts, dict(hc.runtime.choices))
+        job = Job(
+            config=job_config(cfg),
+            out_dir=out_dir,
+            choices=choices,
+            run_name=run_name(list(hc.overrides.task), choices.get("metric"), multirun),
+            overrides=cli_secrets.reveal(redact(hc.job.override_dirname or "")),
+            sweep_dir=str(hc.sweep.dir) if multirun else None,
+            job_num=hc.job.num if multirun else None,
+            build=lambda group: instantiate(cfg, group),
+        )
+        try:
+            return parts.task.run(parts, job)[1]
+        finally:
+            parts.close()
+    finally:
+        if not multirun:
+            release(out_dir)
+
+
+def scrub_hydra_files(out_dir: Path) -> None:
+    """Mask credentials in what Hydra wrote into ``.hydra/`` from config files (command
+    line values never get there: ``harness.core.secrets``)."""
+    for path in sorted((out_dir / ".hydra").glob("*.yaml")):
+        text = path.read_text("utf-8")
+        if redact(text) != text:
+            write_text(path, redact(text))
+
+
+def run_name(overrides: list[str], metric: str | None, multirun: bool) -> str:
+    """The tracker's run name: the metric and the overrides (in a sweep, the swept keys'
+    values), without URLs or credentials (``harness.tracking.names``)."""
+    from harness.tracking.names import short_name, swept_keys
+
+    return short_name(overrides, metric, swept_keys() if multirun else None)
+
+
+def main(cfg: DictConfig) -> JobValue | None:
+    """Hydra task function: report ``HarnessError`` as one line and a non-zero exit.
+
+    In a sweep (``-m``) a job that fails records its error in its folder and the sweep goes
+    on; the command exits non-zero at the end (``harness.cli.guard``).
+    """
+    try:
+        return run(cfg)
+    except HarnessError as e:
+        code = 3 if isinstance(e, RunFailed) else 4 if isinstance(e, GateFailed) else 2
+        line = f"error: {redact(str(e))}"
+        if _in_sweep():
+            failed = _job_failed(line)
+            return e.value if isinstance(e, GateFailed) else _failed_value(cfg, failed)
+        print(line, file=sys.stderr)
+        sys.exit(code)
+    except KeyboardInterrupt as e:
+        signum = e.signum if isinstance(e, Interrupted) else 2
+        print(
+            f"interrupted (signal {signum}): the MLflow run is marked KILLED; finished rows are "
+            "in samples.jsonl.partial and judge verdicts in the cache, so rerunning resumes",
+            file=sys.stderr,
+        )
+        sys.exit(128 + signum)
+
+
+def _failed_value(cfg: DictConfig, nan: float) -> JobValue:
+    """A failed trial's value: NaN, once per objective of ``run.objective``."""
+    from harness.core.objectives import parse
+
+    try:
+        count = len(parse(OmegaConf.to_container(cfg.run).get("objective", "mean")))  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - the job failed already; its value is NaN either way
+        return nan
+    return nan if count == 1 else (nan,) * count
+
+
+def _in_sweep() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return bool(HydraConfig.get().mode == RunMode.MULTIRUN)
+
+
+def _job_failed(line: str) -> float:
+    """Record a sweep job's failure in its folder; the sweep goes on (NaN: a failed trial)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from harness.run.outputs import FAILED
+
+    hc = HydraConfig.get()
+    where = f"job {hc.job.num} ({hc.job.override_dirname or 'default'})"
+    print(redact(f"{line} [{where}]"), file=sys.stderr)
+    out_dir = Path(hc.runtime.output_dir)
+    with contextlib.suppress(HarnessError):  # the line is on the console regardless
+        write_text(out_dir / FAILED, redact(line) + "\n")
+    return float("nan")

@@ -1,0 +1,85 @@
+"""The command line of ``python -m harness.report``."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.core.errors import HarnessError, TrackingError
+
+USAGE = """usage: python -m harness.report RUN_DIR|SWEEP_DIR|RUN_ID [tracking_uri=URI] [out=FILE]
+
+Write the report.html of a run (its output folder), of a sweep (its multirun folder), or of
+an MLflow run (RUN_ID: read from the store at tracking_uri=, else $MLFLOW_TRACKING_URI, else
+sqlite:///mlflow.db; written to out=, default ./report_RUN_ID.html)."""
+RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; the exit code (0 written, 2 bad input)."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if args else 2
+    options = dict(a.partition("=")[::2] for a in args[1:])
+    unknown = sorted(set(options) - {"tracking_uri", "out"})
+    try:
+        if unknown:
+            raise HarnessError(f"unknown option {unknown[0]}= (known: tracking_uri=, out=)")
+        out = Path(options["out"]) if options.get("out") else None
+        path = write(args[0], out, options.get("tracking_uri"))
+    except HarnessError as e:
+        print(f"harness.report: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0
+
+
+def write(target: str, out: Path | None, tracking_uri: str | None) -> Path:
+    """Write the report of ``target`` (a folder or an MLflow run id); return its path."""
+    from harness.report.sweep import write_sweep_report
+    from harness.report.write import rebuild_run
+
+    folder = Path(target)
+    if folder.is_dir():
+        if (folder / "summary.json").is_file():
+            return rebuild_run(folder, out)
+        return write_sweep_report(folder, out)
+    if not RUN_ID.fullmatch(target):
+        raise HarnessError(f"{target} is neither a folder nor an MLflow run id (32 hex digits)")
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
+    return from_store(target, uri, out or Path(f"report_{target}.html"))
+
+
+def from_store(run_id: str, uri: str, out: Path) -> Path:
+    """The report of MLflow run ``run_id``, from its logged ``summary.json`` and
+    ``samples.jsonl`` (a sweep's parent: from its sweep folder, if it is still here)."""
+    from harness.core.redact import redact_uri
+    from harness.report.sweep import write_sweep_report
+    from harness.report.write import rebuild_run
+    from harness.tracking.mlflow.store import client
+
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+        raise TrackingError(f"no MLflow store at {uri} (set tracking_uri= or $MLFLOW_TRACKING_URI)")
+    c = client(uri)
+    try:
+        run = c.get_run(run_id)
+    except Exception:  # MLflow raises several types for an unknown id
+        raise TrackingError(f"no run {run_id} in {redact_uri(uri)}") from None
+    if run.data.tags.get("harness.sweep") == "parent":
+        sweep_dir = Path(run.data.tags.get("hydra.sweep_dir", ""))
+        if not sweep_dir.is_dir():
+            raise TrackingError(f"run {run_id} is a sweep's parent; its folder {sweep_dir} "
+                                "is not here (run the command where the sweep ran)")
+        return write_sweep_report(sweep_dir, out)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    with tempfile.TemporaryDirectory(prefix="harness-report-") as tmp:
+        for name in ("summary.json", "samples.jsonl"):
+            try:
+                c.download_artifacts(run_id, name, tmp)
+            except Exception as e:  # MLflow raises many types; report them as one
+                raise TrackingError(f"run {run_id} has no artifact {name} ({e})") from None
+        return rebuild_run(Path(tmp), out, Path(tmp) / "plots")

@@ -1,0 +1,111 @@
+"""The Hydra callback that makes a sweep one parent run with a child run per job.
+
+``on_multirun_start`` runs once in the launching process, before jobs fan out: it tells
+the jobs which keys are swept (their run names) and asks the configured tracker to open
+the sweep (``Tracker.begin_sweep``) with those keys as params; ``on_multirun_end`` closes
+it and prints the jobs ranked (with any tracker, ``tracking=none`` too). Hydra reports a
+callback's exceptions as warnings, so this is best effort: if it fails, jobs still log,
+without a parent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from harness.core.protocols import Tracker
+
+
+class SweepTracking(Callback):
+    """Open the tracker's parent run for a multirun; close it with the best child."""
+
+    def __init__(self) -> None:
+        self._tracker: Tracker | None = None
+        self._stopped = False  # the tracker stopped the command before any job ran
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Publish the swept keys; open the sweep's parent run before any job starts."""
+        from harness.tracking.names import publish_swept, swept_params
+
+        params = config.hydra.sweeper.get("params") or {}
+        if isinstance(params, DictConfig):
+            params = OmegaConf.to_container(params, resolve=False)
+        assert isinstance(params, dict)
+        swept = swept_params(list(config.hydra.overrides.task), params)
+        publish_swept(swept)
+        if config.get("tracking") is None:
+            return
+        from hydra.utils import execution_whitelist, instantiate
+
+        from harness import __version__
+        from harness.core.redact import redact
+        from harness.core.secrets import reveal
+        from harness.core.trust import whitelist
+
+        with execution_whitelist(whitelist()):
+            tracker: Tracker = instantiate(config.tracking, _convert_="all")
+        sweep_dir = str(config.hydra.sweep.dir)
+        # unresolved: a credential-bearing override is a reference to its hidden value here
+        task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+        assert isinstance(task, list)
+        tags = {
+            "harness.version": __version__,
+            "harness.sweep": "parent",
+            "hydra.sweep_dir": sweep_dir,
+            "hydra.sweeper": str(config.hydra.sweeper.get("_target_", "")),
+            "hydra.launcher": str(config.hydra.launcher.get("_target_", "")),
+            "sweep.overrides": reveal(redact(" ".join(map(str, task))))[:5000],
+            "sweep.params": reveal(redact(str(params)))[:5000],
+        }
+        try:
+            tracker.begin_sweep(sweep_dir, tags, swept)
+        except SystemExit:  # a store that cannot be used ends the command before any job
+            self._stopped = True
+            raise
+        self._tracker = tracker
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Write the sweep's report.html; record the best child run on the parent, close it;
+        print the jobs ranked by the objective."""
+        import os
+        from pathlib import Path
+
+        from harness.run.outputs import failed_jobs
+        from harness.tracking.names import SWEEP_KEYS_ENV, swept_keys
+
+        if self._stopped:  # its one line said that no job has run: no report, no ranking
+            self._stopped = False
+            os.environ.pop(SWEEP_KEYS_ENV, None)
+            return
+        if config.get("run", {}).get("report", True):
+            from harness.report.sweep import sweep_report
+
+            sweep_report(str(config.hydra.sweep.dir))
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        objective = _objective(config)
+        swept = swept_keys()
+        os.environ.pop(SWEEP_KEYS_ENV, None)
+        tracker, self._tracker = self._tracker, None
+        if tracker is not None:
+            tracker.end_sweep(objective, len(failed_jobs(sweep_dir)))
+        if not config.get("run", {}).get("quiet", False):
+            from harness.report.console import read_jobs, render
+
+            print(render(read_jobs(sweep_dir, objective), objective, sweep_dir, swept))
+
+
+def _objective(config: DictConfig) -> str:
+    """``run.objective`` as ``ndcg_at_10,-retrieval_p95_ms``; ``mean`` when it is bad (each
+    job has said why)."""
+    from harness.core.errors import ConfigError
+    from harness.core.objectives import spec
+
+    value = config.get("run", {}).get("objective", "mean")
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value)
+    try:
+        return spec(value)
+    except ConfigError:
+        return "mean"

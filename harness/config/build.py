@@ -1,0 +1,171 @@
+"""From a composed config to the parts of a job. ``_target_`` is the only registry.
+
+Only this module, ``runner`` and ``cli`` see a ``DictConfig``; the parts they build get
+plain Python values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from harness.core.errors import ConfigError, HarnessError, closest
+from harness.core.protocols import Dataset, Parts
+from harness.core.settings import RunSettings
+from harness.core.trust import check_target, check_targets, trust_patterns, trusting, whitelist
+from harness.core.validation import check_arguments
+from harness.retrievers.custom import conforming
+
+#: Metrics every run logs, whatever its metric (``run.objective`` may name one).
+RUN_METRICS = ("mean", "n_samples", "n_scored", "n_unscored", "duration_s", "success_rate", "mrr")
+
+
+def settings(cfg: DictConfig) -> RunSettings:
+    """Read the ``run`` block; unknown keys get a did-you-mean, bad values their range."""
+    run = cfg.get("run")
+    if run is None:
+        return RunSettings()
+    values = {str(k): v for k, v in _container(run, "run").items()}
+    if "_target_" in values:
+        raise ConfigError("run._target_: not a setting; run takes settings, not a component")
+    check_arguments("run", RunSettings, values)
+    return RunSettings(**values)
+
+
+def check_missing(cfg: DictConfig, group: str) -> None:
+    """Raise ``ConfigError`` naming the settings of ``group`` left as ``???``."""
+    node = cfg[group]
+    if not OmegaConf.is_config(node):
+        return
+    missing = sorted(OmegaConf.missing_keys(node))
+    if missing:
+        raise ConfigError(
+            f"{group}: no value for {', '.join(missing)}; "
+            f"set it on the command line, e.g. {missing[0]}=..."
+        )
+
+
+def instantiate(cfg: DictConfig, group: str) -> Any:
+    """Build the object the config group names with ``_target_``.
+
+    Every ``_target_`` in it must be on ``TRUSTED_TARGETS`` or admitted by the user's
+    ``trusted_targets`` (checked before anything is imported), and every node is checked
+    against its constructor (unknown keys with a did-you-mean, values of the wrong type
+    or out of range) before any is built, so a typo costs no work.
+    """
+    from hydra.errors import InstantiationException
+    from hydra.utils import execution_whitelist
+    from hydra.utils import instantiate as hydra_instantiate
+
+    check_missing(cfg, group)
+    node = {str(k): v for k, v in _container(cfg[group], group).items()}
+    if "_target_" not in node:
+        raise ConfigError(
+            f"{group}: expected a component (a mapping with _target_); "
+            f"choose an option of the {group} group"
+        )
+    with trusting(trust_patterns(_trust_setting(cfg))):
+        check_targets(group, node)  # every _target_ trusted before any import
+        groups = {str(k) for k in cfg}
+        check_arguments(group, check_target(group, node["_target_"]), node, groups)
+        try:
+            with execution_whitelist(whitelist()):
+                return hydra_instantiate(cfg[group], _convert_="all")
+        except HarnessError as e:
+            raise _named(e, group) from None
+        except InstantiationException as e:
+            cause = e.__cause__
+            if isinstance(cause, HarnessError):
+                raise _named(cause, group) from None
+            lines = [x for x in str(cause or e).strip().splitlines()
+                     if not x.startswith("full_key:")]
+            raise ConfigError(f"{group}: {lines[-1] if lines else e}") from None
+        except TypeError as e:
+            raise ConfigError(f"{group}: {str(e).splitlines()[0]}") from None
+
+
+def _trust_setting(cfg: DictConfig) -> Any:
+    """The ``trusted_targets`` setting, as plain values (``None`` when absent)."""
+    value = cfg.get("trusted_targets")
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+
+
+def _container(node: Any, where: str) -> dict[Any, Any]:
+    """A config node as a resolved plain dict; ``ConfigError`` if it is not a mapping."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not isinstance(node, DictConfig):
+        raise ConfigError(f"{where}: expected a mapping of settings, got {node!r}")
+    try:
+        value = OmegaConf.to_container(node, resolve=True)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"{where}: {str(e).splitlines()[0]}") from None
+    assert isinstance(value, dict)
+    return value
+
+
+def _named(error: HarnessError, group: str) -> HarnessError:
+    """Name a nested part's error by its path (``retriever.retrievers.bm25.b``): a part
+    says ``retriever.b``, and Hydra notes where the part sits (``full_key: ...``)."""
+    notes = [n for n in getattr(error, "__notes__", ()) if n.startswith("full_key: ")]
+    where = notes[0].removeprefix("full_key: ") if notes else group
+    message = str(error)
+    if isinstance(error, ConfigError) and where != group and message.startswith(group + "."):
+        return ConfigError(where + message[len(group) :])
+    return error
+
+
+def uses(cfg: DictConfig, group: str) -> bool:
+    """Whether the chosen metric interpolates ``group`` (the judge and prompt groups)."""
+    return group in cfg and "metric" in cfg and group in cfg.metric
+
+
+def build(cfg: DictConfig, dataset: Dataset | None = None) -> Parts:
+    """Instantiate each group; check everything that can fail before any work.
+
+    Args:
+        cfg: The composed config.
+        dataset: Use this dataset instead of the ``dataset`` group (the Python API).
+    """
+    run_settings = settings(cfg)
+    for group in ("judge", "prompt"):
+        if uses(cfg, group):
+            check_missing(cfg, group)
+    check_objective(run_settings)
+    task = instantiate(cfg, "task") if "task" in cfg else _default_task()
+    if dataset is None:
+        dataset = instantiate(cfg, "dataset")
+    assert dataset is not None
+    dataset.check()
+    retriever = conforming(instantiate(cfg, "retriever"), str(cfg.retriever.get("_target_")))
+    metric = instantiate(cfg, "metric")
+    tracker = instantiate(cfg, "tracking")
+    return Parts(task, dataset, retriever, metric, tracker, run_settings)
+
+
+def _default_task() -> Any:
+    from harness.tasks.evaluate import Evaluate
+
+    return Evaluate()
+
+
+def check_objective(run: RunSettings) -> None:
+    """Each name in ``run.objective`` must be a metric a run logs (its value may still be
+    missing, e.g. a mean when nothing was scored: the job then returns NaN, a failed
+    trial): the run's metrics, the retrieval metrics at ``run.retrieval_ks``, the timing
+    metrics, ``judge/<counter>`` or ``retriever/<name>``."""
+    from harness.core.objectives import parse
+    from harness.run.timing import TIMING_METRICS
+
+    names = set(RUN_METRICS) | set(TIMING_METRICS)
+    for k in run.retrieval_ks:
+        names |= {f"recall_at_{k}", f"ndcg_at_{k}"}
+    for objective in parse(run.objective):
+        name = objective.name
+        if name not in names and not name.startswith(("judge/", "retriever/")):
+            raise ConfigError(
+                f"run.objective: {name!r} is not a metric a run logs{closest(name, names)}; "
+                f"choose one of {', '.join(sorted(names))}, judge/<counter> or "
+                "retriever/<name> (a leading - minimises)"
+            )

@@ -1,0 +1,159 @@
+"""Did-you-mean hints for a command line Hydra could not compose."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.core.trust import CONFIG_DIR
+
+
+class HeldStderr:
+    """Holds what is written to ``sys.stderr`` until ``release``, so that a did-you-mean
+    hint can lead Hydra's multi-line composition error instead of trailing it.
+
+    Installed while Hydra composes; released when the job starts (nothing is held during
+    a run) or when the command ends.
+    """
+
+    def __init__(self) -> None:
+        self.target: Any = sys.stderr
+        self.parts: list[str] = []
+        self.holding = True
+        sys.stderr = self
+
+    def write(self, text: str) -> int:
+        """Hold ``text`` (or pass it on, once released)."""
+        if self.holding:
+            self.parts.append(text)
+            return len(text)
+        return int(self.target.write(text))
+
+    def flush(self) -> None:
+        """Flush the real stream (nothing while holding)."""
+        if not self.holding:
+            self.target.flush()
+
+    def release(self, lead: str | None = None) -> None:
+        """Put the real stream back and write ``lead`` (a line), then what was held."""
+        if not self.holding:
+            return
+        self.holding = False
+        if sys.stderr is self:
+            sys.stderr = self.target
+        self.target.write((f"{lead}\n" if lead else "") + "".join(self.parts))
+        self.target.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+
+#: The hold of this command, if any (``hold_stderr``).
+_held: list[HeldStderr] = []
+
+
+def hold_stderr() -> HeldStderr:
+    """Start holding stderr (see ``HeldStderr``)."""
+    _held[:] = [HeldStderr()]
+    return _held[0]
+
+
+def release_stderr() -> None:
+    """Stop holding stderr, writing what was held (a job starts: Hydra composed it)."""
+    while _held:
+        _held.pop().release()
+
+
+def sweep_note(args: list[str]) -> str | None:
+    """A note when ``experiment=NAME`` names a study with sweep parameters but ``-m`` is
+    missing: Hydra then runs one job with the experiment's base settings, silently."""
+    if {"-m", "--multirun"}.intersection(args):
+        return None
+    try:
+        from omegaconf import OmegaConf
+
+        for arg in args:
+            key, _, name = arg.partition("=")
+            if key.lstrip("+") != "experiment" or not name or "/" in name:
+                continue
+            cfg = OmegaConf.load(Path(CONFIG_DIR) / "experiment" / f"{name}.yaml")
+            params = OmegaConf.select(cfg, "hydra.sweeper.params")
+            if params:
+                swept = ", ".join(str(k) for k in params)
+                return (
+                    f"note: experiment={name} defines a sweep ({swept}); add -m to run it "
+                    "(running one job with its base settings)"
+                )
+    except Exception:  # a bad name is Hydra's to report
+        return None
+    return None
+
+
+def suggest(args: list[str]) -> str | None:
+    """A ``did you mean`` line for the first misspelt group, option or key in ``args``.
+
+    Best effort: it never raises (any surprise just means no hint).
+    """
+    try:
+        return _suggest(args)
+    except Exception:
+        return None
+
+
+def _suggest(args: list[str]) -> str | None:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import DictConfig, OmegaConf
+
+    from harness.core.errors import closest
+
+    conf = Path(CONFIG_DIR)
+    groups = sorted(p.name for p in conf.iterdir() if p.is_dir() and p.name != "hydra")
+    picks: list[str] = []
+    keys: list[str] = []
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key = arg.split("=", 1)[0]
+        if key.startswith(("+", "~", "hydra")):
+            continue
+        (picks if "." not in key and "/" not in key else keys).append(arg)
+    valid_picks = []
+    for arg in picks:
+        key, value = arg.split("=", 1)
+        if key in groups:
+            options = sorted(f.stem for f in (conf / key).glob("*.yaml"))
+            if value in options or "," in value:
+                valid_picks.append(arg)
+            elif (Path("conf") / key / f"{value}.yaml").is_file():
+                return (f"hint: '{value}' is in ./conf/{key}/{value}.yaml, which Hydra reads "
+                        "once you add hydra.searchpath=[file://conf]")
+            else:
+                return f"hint: '{value}' is not a {key} option{closest(value, options)}"
+        elif not key.isidentifier() or key in ("experiment_name", "run", "trusted_targets"):
+            continue
+        else:
+            return f"hint: '{key}' is not a config group{closest(key, groups)}"
+    try:
+        with initialize_config_dir(config_dir=CONFIG_DIR):
+            cfg = compose("config", overrides=valid_picks)
+    except Exception:
+        return None
+    for arg in keys:
+        path = arg.split("=", 1)[0].split(".")
+        node = cfg
+        for i, part in enumerate(path):
+            if not isinstance(node, DictConfig):
+                break
+            # keys(), not `in node`: a value left as ??? is still a setting
+            if part not in node.keys():  # noqa: SIM118
+                where = ".".join(path[:i])
+                siblings = [str(k) for k in node.keys()]  # noqa: SIM118
+                name = ".".join(path[: i + 1])
+                return f"hint: '{name}' is not a setting{closest(part, siblings)}" + (
+                    f"; {where} has {', '.join(siblings)}" if where and siblings else ""
+                )
+            if OmegaConf.is_missing(node, part):
+                break  # a value left as ???: a leaf, and a setting
+            node = node[part]
+    return None

@@ -1,0 +1,286 @@
+"""The seams between the parts of a run, stated once.
+
+A run is ``Task(Dataset -> Retriever -> Metric) -> Tracker``: the runner builds each part
+from its config group (``_target_`` is the only registry) and talks to it only through
+these protocols. Capabilities are declared attributes (``Retriever.needs_corpus``,
+``Metric.prevalidate``), never probed with ``getattr``.
+
+``Retriever`` and ``Metric`` are **public API, version** ``API_VERSION``: implement them in
+your own package (``harness.retrievers.search.SearchRetriever`` and
+``harness.metrics.base.BaseMetric`` give every member but the essential one). A change to
+either that breaks an implementation raises ``API_VERSION``. ``Dataset``, ``Judge``,
+``Tracker`` and ``Task`` are internal seams that may change between minor versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from harness.core.settings import Job, JobValue, RunSettings
+from harness.core.types import (
+    Completion,
+    Corpus,
+    JudgeStats,
+    RagSample,
+    RunRecord,
+    SampleResult,
+    TrackedRun,
+)
+
+#: The version of the public ``Retriever`` and ``Metric`` protocols.
+API_VERSION = 1
+
+T = TypeVar("T")
+
+#: Called with (index in the batch, result) as each sample of a batch finishes.
+OnDone = Callable[[int, SampleResult], None]
+
+#: What a judge call asks for; selects the reply's JSON schema.
+Kind = Literal["pointwise", "listwise", "reason"]
+
+
+class Dataset(Protocol):
+    """Where samples come from (``dataset`` group).
+
+    Attributes:
+        source: The file, folder or name the samples come from, for messages.
+        min_grade: The lowest reference grade that counts as relevant (1 for data without
+            graded relevance).
+    """
+
+    source: str
+    min_grade: float
+
+    def check(self) -> None:
+        """Raise a one-line ``DatasetError`` if the data cannot be read (before any work)."""
+        ...
+
+    def estimate_count(self) -> int:
+        """About how many samples there are (for progress; may be cheap and approximate)."""
+        ...
+
+    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+        """Validated samples in order; at most ``limit``."""
+        ...
+
+    def batches(self, batch_size: int, limit: int | None = None) -> Iterator[list[RagSample]]:
+        """The samples in lists of at most ``batch_size``."""
+        ...
+
+    def corpus(self) -> Corpus | None:
+        """The documents a corpus retriever searches, or ``None`` when the data has none."""
+        ...
+
+    def sha256(self) -> str:
+        """A hash of the data (logged, so runs on different data are never compared)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance for outputs (``format``, ``path``, counts)."""
+        ...
+
+
+class Retriever(Protocol):
+    """Public API v1: fills each sample's ranked chunks (``retriever`` group).
+
+    Attributes:
+        needs_corpus: ``prepare`` must receive a corpus (the run stops with one clear
+            line when the dataset has none).
+    """
+
+    needs_corpus: bool
+
+    def prepare(self, corpus: Corpus | None) -> None:
+        """Called once before the first ``retrieve_batch``: build or load an index."""
+        ...
+
+    def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
+        """The samples, in order, with ``retrieved_contexts`` and ``retrieved_context_ids``
+        filled best first."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Settings and index provenance, for outputs (no secrets)."""
+        ...
+
+
+class Metric(Protocol):
+    """Public API v1: a context-precision variant (``metric`` group).
+
+    Attributes:
+        name: The variant's name, as in outputs.
+        requires: The sample fields it reads; a sample lacking one is unscored with that
+            reason, never scored 0.
+        prevalidate: Read and validate every sample, and call ``preflight``, before the
+            first ``score_batch`` (for metrics whose calls cost money or time).
+    """
+
+    name: str
+    requires: frozenset[str]
+    prevalidate: bool
+
+    def preflight(self) -> None:
+        """Check what scoring needs (e.g. the judge endpoint) before any work."""
+        ...
+
+    def score_batch(
+        self, samples: Sequence[RagSample], on_done: OnDone | None = None
+    ) -> list[SampleResult]:
+        """One result per sample, in order. A metric whose samples finish at different
+        times calls ``on_done(index, result)`` as each one does, so rows are written (and
+        kept if the run is interrupted) as they finish."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance for outputs, e.g. ``{"judge": ..., "prompt": ...}``; ``{}`` for none."""
+        ...
+
+    def stats(self) -> dict[str, float | None]:
+        """Counters logged as ``judge/<name>`` metrics (judge traffic); ``{}`` for none."""
+        ...
+
+    def write_artifacts(self, out_dir: Path) -> list[Path]:
+        """Write files worth keeping with the run (e.g. the prompt); return their paths."""
+        ...
+
+    def close(self) -> None:
+        """Release clients and loops."""
+        ...
+
+
+class Judge(Protocol):
+    """A model that answers a rendered prompt (``judge`` group)."""
+
+    model: str
+    #: Independent verdicts per judgement, and how they combine (``majority``, ``mean``).
+    samples: int
+    vote: str
+    stats: JudgeStats
+
+    def ask(
+        self,
+        messages: list[dict[str, str]],
+        kind: Kind,
+        parse: Callable[[Completion], T],
+        logprobs: bool = False,
+        *,
+        draw: int = 0,
+        prompt_sha: str = "",
+        variant: str = "",
+        items: int | None = None,
+    ) -> Awaitable[T]:
+        """Call (through the cache) and parse; raise ``JudgeError`` when it fails for good.
+        ``items``: the number of verdicts a listwise reply must hold."""
+        ...
+
+    async def preflight(self) -> None:
+        """Check that the endpoint answers and accepts the key."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close clients and the cache."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that can change a verdict, without secrets."""
+        ...
+
+
+class Tracker(Protocol):
+    """Records runs (``tracking`` group). ``begin`` may start work in the background.
+
+    Attributes:
+        keeps_artifacts: Files attached to a record are stored (plots are drawn only then).
+    """
+
+    keeps_artifacts: bool
+
+    @staticmethod
+    def prewarm() -> None:
+        """Start slow imports before the config is composed (called on the class)."""
+        ...
+
+    def begin(
+        self,
+        run_name: str,
+        tags: dict[str, str],
+        *,
+        multirun: bool = False,
+        sweep_dir: str | None = None,
+    ) -> None:
+        """Open a run before the work starts."""
+        ...
+
+    def finish(self, record: RunRecord) -> TrackedRun | None:
+        """Log ``record`` into the run opened by ``begin`` and close it."""
+        ...
+
+    def abort(self, status: str = "KILLED") -> None:
+        """End the run without results (``KILLED``, ``FAILED`` or ``DELETE``)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Non-secret settings, for the summary."""
+        ...
+
+    def begin_sweep(
+        self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
+    ) -> None:
+        """Open a sweep's parent run, before its jobs start (``-m``); ``params``: the swept
+        keys and their values as given."""
+        ...
+
+    def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:
+        """Close the sweep's parent run, noting its best child by ``objective`` and how many
+        jobs failed (the parent is then FAILED)."""
+        ...
+
+
+class Task(Protocol):
+    """What a job does with its parts (``task`` group): evaluate, or judge agreement.
+
+    Attributes:
+        name: The task's name.
+        unused_groups: Config groups whose choice does not affect this task (left out of
+            the run's tags and name).
+    """
+
+    name: str
+    unused_groups: tuple[str, ...]
+
+    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], JobValue]:
+        """Do the work, write and log it; return the summary and ``run.objective``'s value
+        (NaN when it has none; one per objective when ``run.objective`` is a list)."""
+        ...
+
+
+@dataclass
+class Parts:
+    """The built components of one job."""
+
+    task: Task
+    dataset: Dataset
+    retriever: Retriever
+    metric: Metric
+    tracker: Tracker
+    settings: RunSettings
+
+    def close(self) -> None:
+        """Release what the parts hold (the judge's client and loop)."""
+        self.metric.close()
+
+
+__all__ = [
+    "API_VERSION",
+    "Dataset",
+    "Judge",
+    "Kind",
+    "Metric",
+    "OnDone",
+    "Retriever",
+    "Task",
+    "Tracker",
+]

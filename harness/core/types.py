@@ -1,0 +1,222 @@
+"""Plain data passed between the stages of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+#: Sample fields, named as ragas names them. A dataset may provide any subset.
+SAMPLE_FIELDS: tuple[str, ...] = (
+    "user_input",
+    "reference",
+    "response",
+    "retrieved_contexts",
+    "retrieved_context_ids",
+    "reference_contexts",
+    "reference_context_ids",
+    "reference_context_grades",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RagSample:
+    """One evaluation record. ``None`` means the field is absent; ``()`` means empty.
+
+    Context ids are normalised to ``str`` when loaded (ragas compares ``str(id)``).
+    ``reference_context_grades`` (graded relevance, e.g. BEIR qrels) is parallel to
+    ``reference_context_ids``.
+    """
+
+    id: str
+    user_input: str | None = None
+    reference: str | None = None
+    response: str | None = None
+    retrieved_contexts: tuple[str, ...] | None = None
+    retrieved_context_ids: tuple[str, ...] | None = None
+    reference_contexts: tuple[str, ...] | None = None
+    reference_context_ids: tuple[str, ...] | None = None
+    reference_context_grades: tuple[float, ...] | None = None
+
+
+@dataclass(slots=True)
+class SampleResult:
+    """The outcome for one sample: a score, or ``score=None`` with the reason in ``error``.
+
+    ``details`` holds the extra per-sample columns a reader needs (for example the
+    per-chunk similarities of ``non_llm``); they are written after the fixed columns.
+    """
+
+    id: str
+    score: float | None
+    verdicts: list[int] | list[float] | None = None
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_row(self) -> dict[str, Any]:
+        """The ``samples.jsonl`` row: ``id, score, verdicts, error`` then the details."""
+        row: dict[str, Any] = {
+            "id": self.id,
+            "score": self.score,
+            "verdicts": self.verdicts,
+            "error": self.error,
+        }
+        row.update(self.details)
+        return row
+
+
+def unscored(sample_id: str, reason: str, **details: Any) -> SampleResult:
+    """A result that carries no score, only why."""
+    return SampleResult(sample_id, None, None, reason, dict(details))
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One corpus document (a BEIR ``corpus.jsonl`` record).
+
+    Attributes:
+        id: The document id, as written in the corpus and the qrels (an opaque string).
+        title: The title; ``""`` when the corpus has none.
+        text: The body text.
+    """
+
+    id: str
+    title: str
+    text: str
+
+    @property
+    def content(self) -> str:
+        """The text a retriever indexes and a reader sees: ``"title\\n\\ntext"``, or just
+        ``text`` when the title is empty."""
+        return f"{self.title}\n\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A retrievable unit: a whole document, or a window of its words.
+
+    Attributes:
+        id: ``"<doc_id>#<n>"``, n counting the document's chunks from 0 (a document that
+            is not split is its own chunk ``"<doc_id>#0"``).
+        doc_id: The document the chunk comes from (what ``retrieved_context_ids`` holds).
+        text: The chunk text.
+    """
+
+    id: str
+    doc_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """The documents a corpus retriever indexes, with a key naming their content.
+
+    Attributes:
+        documents: The documents, in corpus order.
+        key: Changes whenever the documents change (a content hash); with the settings
+            that shape an index it names the cached index.
+    """
+
+    documents: Sequence[Document]
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved item, as a user's retriever returns it (best first).
+
+    Attributes:
+        id: The id metrics compare with the reference ids (a document id).
+        text: The text a judge or the string metric reads.
+        score: The retriever's own score, if it has one.
+    """
+
+    id: str
+    text: str
+    score: float | None = None
+
+
+@dataclass
+class Completion:
+    """What a judge replied: the text, token logprobs when asked for, usage, the model the
+    server says answered and why it stopped (``stop``, ``length``; ``None``: not said)."""
+
+    content: str
+    logprobs: list[dict[str, Any]] | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    finish_reason: str | None = None
+
+
+@dataclass
+class JudgeStats:
+    """Counters of one run's judge traffic."""
+
+    calls: int = 0
+    requests: int = 0
+    retries: int = 0
+    parse_failures: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    soft_fallbacks: int = 0
+    output_mode_fallbacks: int = 0
+    #: ``None``: the cost is unknown (no price for the model that answered)
+    cost_usd: float | None = 0.0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    saved_prompt_tokens: int = 0
+    saved_completion_tokens: int = 0
+    saved_cost_usd: float | None = 0.0
+    #: replies another process was paying for when this one asked (a shared cache_url)
+    cache_waits: int = 0
+    #: pacing (``harness.judges.transport.pacing``): most requests in flight at once, the
+    #: limit at the end, halvings of the limit (overload: 503, time-outs, dropped
+    #: connections), time-outs, pauses of every send (``Retry-After``, a spent rate limit)
+    peak_in_flight: int = 0
+    final_limit: int = 0
+    backoffs: int = 0
+    timeouts: int = 0
+    pauses: int = 0
+
+    def as_dict(self) -> dict[str, float | None]:
+        """All counters (costs rounded to micro-dollars, ``None`` when unknown)."""
+        data: dict[str, float | None] = asdict(self)
+        for name in ("cost_usd", "saved_cost_usd"):
+            value = getattr(self, name)
+            data[name] = None if value is None else round(value, 6)
+        return data
+
+
+Status = Literal["FINISHED", "FAILED", "KILLED"]
+
+
+@dataclass
+class RunRecord:
+    """Everything one run logs: plain strings and numbers, and paths of files to attach."""
+
+    params: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    artifacts: list[str] = field(default_factory=list)
+    status: Status = "FINISHED"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (for the background logging process)."""
+        return {
+            "params": self.params,
+            "metrics": self.metrics,
+            "tags": self.tags,
+            "artifacts": self.artifacts,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """Where a run was recorded."""
+
+    run_id: str
+    experiment_id: str
+    tracking_uri: str

@@ -1,0 +1,133 @@
+"""The request loop of a chat transport: a permit from the pacer per HTTP request, our own
+retries, and output-mode step-downs.
+
+The SDK client makes no retries (``max_retries=0``): each retry here first waits its back-off
+(the server's ``Retry-After``, else exponential with jitter), then keeps its permit only if
+the limit, perhaps halved meanwhile, still has room, else queues for one again: a request
+that timed out while the server may still be working on it is not re-sent straight into the
+same queue. A rejection of the output format (``failures.rejects_format``, any status) steps
+down to the next mode without spending a retry. ``stats.requests`` counts the HTTP requests
+really sent; the HTTP time-out starts when the request has its permit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Protocol
+
+from harness.core.errors import JudgeError
+from harness.core.protocols import Kind
+from harness.core.redact import redact
+from harness.core.types import JudgeStats
+from harness.judges.replies import failures
+from harness.judges.transport.pacing import (
+    CONGESTED,
+    Pacer,
+    Ticket,
+    backoff,
+    retry_after,
+    should_retry,
+)
+
+if TYPE_CHECKING:
+    import openai
+
+
+class Outbound(Protocol):
+    """What the loop needs of a transport (``ChatTransport``)."""
+
+    stats: JudgeStats
+    max_retries: int
+
+    @property
+    def output_mode(self) -> str:
+        """The output mode requests are built with now."""
+
+    @property
+    def endpoint(self) -> failures.Endpoint:
+        """Who the requests go to, for messages."""
+
+    def body(
+        self, messages: list[dict[str, str]], kind: Kind, logprobs: bool, draw: int,
+        items: int | None = None,
+    ) -> bytes:
+        """The request JSON."""
+
+    def step_down(self, mode: str) -> bool:
+        """After ``mode`` was refused: use the next one (``False``: there is none)."""
+
+
+async def post(
+    out: Outbound,
+    client: openai.AsyncOpenAI,
+    pacer: Pacer,
+    messages: list[dict[str, str]],
+    kind: Kind,
+    logprobs: bool,
+    draw: int,
+    items: int | None,
+) -> bytes:
+    """POST one chat completion; return the raw reply body.
+
+    Raises ``JudgeError`` when this call failed for good, ``JudgeUnavailable`` or
+    ``ConfigError`` (``harness.judges.replies.failures.call_failure``) when no call can succeed.
+    """
+    import httpx2
+    import openai
+
+    stats = out.stats
+    stats.calls += 1
+    retries, ok = 0, False
+    headers = {"Content-Type": "application/json", "x-stainless-retry-count": "0"}
+    ticket: Ticket | None = await pacer.acquire()
+    try:
+        while True:
+            if ticket is None:
+                ticket = await pacer.acquire()
+            mode = out.output_mode  # as it is now: a step-down while this call queued applies
+            try:
+                body = out.body(messages, kind, logprobs, draw, items)
+                stats.requests += 1
+                response = await client.post(
+                    "/chat/completions", cast_to=httpx2.Response, content=body,
+                    options={"headers": headers},
+                )
+                raw = await response.aread()
+            except openai.APIError as e:
+                error: openai.APIError = e
+            except (httpx2.HTTPError, httpx2.InvalidURL) as e:  # not wrapped by the SDK
+                stats.failures += 1
+                raise JudgeError(f"judge call failed: {redact(str(e))}") from None
+            else:
+                ok = True
+                pacer.observe(response.headers, ticket.sent_at)  # a rate-limit quota
+                return raw
+            hint = None
+            if isinstance(error, openai.APIStatusError):
+                status, reply = error.status_code, error.response.headers
+                if failures.rejects_format(status, error.message) and out.step_down(mode):
+                    stats.calls += 1
+                    ticket = pacer.renew(ticket)
+                    continue
+                hint = retry_after(reply)
+                if status in CONGESTED:
+                    pacer.back_off(ticket, hint, status, reply)
+                again = should_retry(status, reply)
+            elif isinstance(error, openai.APIConnectionError):  # a time-out, a dropped connection
+                if isinstance(error, openai.APITimeoutError):
+                    stats.timeouts += 1
+                pacer.back_off(ticket)
+                again = True
+            else:
+                again = False
+            if not again or retries >= out.max_retries:
+                stats.failures += 1
+                raise failures.call_failure(out.endpoint, error, "/chat/completions") from None
+            retries += 1
+            stats.retries += 1
+            headers = {**headers, "x-stainless-retry-count": str(retries)}
+            await asyncio.sleep(backoff(retries, hint))  # the permit is held meanwhile
+            ticket = pacer.renew(ticket)
+    finally:
+        if ticket is not None:
+            pacer.release(ticket, ok)

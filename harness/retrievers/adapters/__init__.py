@@ -1,0 +1,2 @@
+"""Retrievers of other libraries: ``factory`` (a trusted factory builds them), ``langchain``,
+``llamaindex``."""

@@ -1,0 +1,2 @@
+"""The engine of one job: the scoring loop, its record, outputs, gates and timing; no Hydra,
+no CLI."""

@@ -1,0 +1,268 @@
+"""The evaluation loop: batches of samples in, per-sample rows and a summary out.
+
+It knows nothing of Hydra or MLflow, so the CLI, the Python API and tests share it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from harness.core.errors import ConfigError, headline
+from harness.core.protocols import Metric
+from harness.core.redact import redact
+from harness.core.text import clip
+from harness.core.types import RagSample, SampleResult
+from harness.metrics.retrieval import at_cutoffs, retrieval_summary, sample_grades
+from harness.run.outputs import json_line
+from harness.run.sampling import Evenly
+
+_MAX_REASONS = 20
+MAX_RANK = 20
+MAP_SAMPLES = 60
+#: Rows kept for the HTML report's per-sample view: evenly spaced, and unscored ones.
+REPORT_ROWS = 500
+REPORT_UNSCORED = 200
+
+
+@dataclass
+class Tally:
+    """Running counts of a run; ``mean`` is over scored samples only."""
+
+    metric: str
+    n_samples: int = 0
+    scores: array[float] = field(default_factory=lambda: array("d"))
+    reasons: Counter[str] = field(default_factory=Counter)
+    successes: int | None = None
+    retrieval: dict[str, float] = field(default_factory=dict)
+    n_retrieval: int = 0
+    #: The longest retrieved list among them, the cut-offs asked for, and which of the
+    #: names above that depth are still logged (``True``: all).
+    retrieval_depth: int = 0
+    retrieval_ks: tuple[int, ...] = ()
+    beyond_depth: bool | tuple[str, ...] = False
+    #: Per rank (1..MAX_RANK): samples with a verdict there, and how many were relevant.
+    rank_totals: list[int] = field(default_factory=lambda: [0] * MAX_RANK)
+    rank_relevant: list[float] = field(default_factory=lambda: [0.0] * MAX_RANK)
+    #: The verdicts of MAP_SAMPLES scored samples spread evenly over the run (verdict map).
+    verdict_map: Evenly[tuple[str, list[float]]] = field(
+        default_factory=lambda: Evenly(MAP_SAMPLES)
+    )
+    #: Rows for the HTML report: evenly spaced over the run, and unscored ones.
+    report_rows: Evenly[dict[str, Any]] = field(default_factory=lambda: Evenly(REPORT_ROWS))
+    report_unscored: Evenly[dict[str, Any]] = field(
+        default_factory=lambda: Evenly(REPORT_UNSCORED)
+    )
+    started: float = field(default_factory=time.perf_counter)
+    duration_s: float = 0.0
+
+    @property
+    def n_scored(self) -> int:
+        """Samples that got a score."""
+        return len(self.scores)
+
+    @property
+    def n_unscored(self) -> int:
+        """Samples without a score (their reasons are in ``reasons``)."""
+        return self.n_samples - self.n_scored
+
+    @property
+    def mean(self) -> float | None:
+        """Exactly rounded mean of the scores, or ``None`` when nothing was scored."""
+        return math.fsum(self.scores) / len(self.scores) if self.scores else None
+
+    def add_reason(self, reason: str) -> None:
+        """Count an unscored sample's reason (distinct reasons are capped)."""
+        if reason in self.reasons or len(self.reasons) < _MAX_REASONS:
+            self.reasons[reason] += 1
+        else:
+            self.reasons["(other reasons)"] += 1
+
+    def record(self, result: SampleResult, row: dict[str, Any]) -> None:
+        """Count one sample's outcome (``row`` is its ``samples.jsonl`` row)."""
+        if result.score is None:
+            # the row keeps a server's whole message, the console its first meaningful line
+            self.add_reason(headline(result.error) if result.error else "unscored")
+            self.report_unscored.add(row, at=self.n_samples)
+        else:
+            self.scores.append(result.score)
+            verdicts = result.details.get("relevance") or result.verdicts or []
+            for rank, verdict in enumerate(verdicts[:MAX_RANK]):
+                self.rank_totals[rank] += 1
+                self.rank_relevant[rank] += verdict
+            self.verdict_map.add((result.id, list(verdicts[:MAX_RANK])))
+            success = result.details.get("success")
+            if success is not None:
+                self.successes = (self.successes or 0) + bool(success)
+        self.report_rows.add(row)
+        self.n_samples += 1
+
+    def summary(self) -> dict[str, Any]:
+        """The core of ``summary.json``."""
+        rate = self.n_samples / self.duration_s if self.duration_s > 0 else None
+        extra: dict[str, Any] = {}
+        if self.successes is not None:
+            extra["success_rate"] = self.successes / self.n_scored if self.n_scored else None
+        if self.n_retrieval:
+            extra.update(retrieval_summary(self.retrieval, self.n_retrieval, self.retrieval_ks,
+                                           self.retrieval_depth, self.beyond_depth))
+        return {
+            "metric": self.metric,
+            "mean": self.mean,
+            "n_samples": self.n_samples,
+            "n_scored": self.n_scored,
+            "n_unscored": self.n_unscored,
+            "unscored_reasons": dict(self.reasons.most_common()),
+            "duration_s": round(self.duration_s, 6),
+            "samples_per_s": None if rate is None else significant(rate),
+            **extra,
+        }
+
+
+def significant(value: float, digits: int = 3) -> float:
+    """``value`` rounded to ``digits`` significant figures (whole numbers keep every digit):
+    12345.6 → 12346, 2.345 → 2.35, 0.012345 → 0.0123."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
+
+
+def evaluate(
+    batches: Iterable[list[RagSample]],
+    metric: Metric,
+    sink: IO[str] | None = None,
+    progress: Callable[[int], None] | None = None,
+    retrieval_ks: Sequence[int] = (),
+    min_grade: float = 1,
+    row_text_chars: int | None = 300,
+    beyond_depth: bool | Sequence[str] = False,
+) -> Tally:
+    """Score every batch with ``metric``, writing one JSON row per sample to ``sink``.
+
+    Args:
+        batches: Samples, in input order.
+        metric: The variant to score with.
+        sink: Where ``samples.jsonl`` rows go (``None``: nowhere); flushed per batch.
+        progress: Called with the number of samples just finished (a progress bar).
+        retrieval_ks: Cut-offs of the retrieval metrics (recall@k, ndcg@k) computed beside
+            context precision for samples with reference ids; MRR is always added.
+            Empty: no retrieval metrics.
+        min_grade: The lowest reference grade that counts as relevant for them.
+        row_text_chars: Characters of the question and of each chunk's text kept in a
+            row (longer ones end in ``…``); 0: none (chunk ids only); ``None``: all.
+        beyond_depth: Which names of cut-offs above the longest retrieved list stay in the
+            summary (``True``: all; by default none; ``retrieval_cutoffs`` says which).
+
+    Returns:
+        The tally: counts, scores and unscored reasons.
+    """
+    keep = beyond_depth if isinstance(beyond_depth, bool) else tuple(beyond_depth)
+    tally = Tally(metric.name, retrieval_ks=tuple(retrieval_ks), beyond_depth=keep)
+
+    def consume(sample: RagSample, result: SampleResult) -> str:
+        if retrieval_ks and sample.reference_context_ids is not None and (
+            sample.retrieved_context_ids is not None
+        ):
+            values = retrieval_metrics(sample, retrieval_ks, min_grade)
+            result.details.update(values)
+            tally.n_retrieval += 1
+            tally.retrieval_depth = max(tally.retrieval_depth, len(sample.retrieved_context_ids))
+            for name, value in values.items():
+                tally.retrieval[name] = tally.retrieval.get(name, 0.0) + value
+        if result.score is None and result.error:
+            result.error = redact(result.error)
+        row = explained(result.to_row(), sample, row_text_chars)
+        tally.record(result, row)
+        return json_line(row)
+
+    def write(lines: list[str]) -> None:
+        if sink is not None and lines:
+            sink.write("\n".join(lines) + "\n")
+            sink.flush()
+
+    for batch in batches:
+        rows = _InOrder(batch, consume, write, progress)
+        results = metric.score_batch(batch, rows.on_done)
+        if len(results) != len(batch):
+            raise ConfigError(
+                f"metric {metric.name}: score_batch returned {len(results)} results "
+                f"for {len(batch)} samples"
+            )
+        rows.finish(results)
+    tally.duration_s = time.perf_counter() - tally.started
+    return tally
+
+
+class _InOrder:
+    """Writes one batch's rows in input order.
+
+    Slow (judged) samples finish out of order and are reported through ``on_done``: each
+    row is written as soon as every row before it is, so an interrupted run keeps what it
+    finished. Rows not reported that way are written together by ``finish``.
+    """
+
+    def __init__(
+        self,
+        batch: list[RagSample],
+        consume: Callable[[RagSample, SampleResult], str],
+        write: Callable[[list[str]], None],
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        self.batch, self.consume, self.write, self.progress = batch, consume, write, progress
+        self.done: dict[int, SampleResult] = {}
+        self.cursor = 0
+
+    def on_done(self, index: int, result: SampleResult) -> None:
+        """Take one finished sample's result."""
+        self.done[index] = result
+        while self.cursor in self.done:
+            self.write([self.consume(self.batch[self.cursor], self.done.pop(self.cursor))])
+            self.cursor += 1
+        if self.progress is not None:
+            self.progress(1)
+
+    def finish(self, results: list[SampleResult]) -> None:
+        """Write the rows ``on_done`` did not."""
+        start, rest = self.cursor, len(self.batch) - self.cursor
+        pairs = zip(self.batch[start:], results[start:], strict=True)
+        self.write([self.consume(s, r) for s, r in pairs])
+        self.cursor = len(self.batch)
+        if self.progress is not None and rest:
+            self.progress(rest)
+
+
+def retrieval_metrics(sample: RagSample, ks: Sequence[int], min_grade: float) -> dict[str, float]:
+    """``recall_at_<k>`` and ``ndcg_at_<k>`` for each k, and ``mrr``, of one sample's
+    retrieval (named so that MLflow, which rejects ``@``, takes them as they are)."""
+    return at_cutoffs(sample.retrieved_context_ids or (), sample_grades(sample), ks, min_grade)
+
+
+def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict[str, Any]:
+    """``row`` with the sample's ``question`` and its ranked ``chunks`` added: each chunk's
+    ``id``, ``text`` (trimmed to ``chars``), ``verdict``, ``relevance``, ``similarity`` and
+    ``reason``, where the sample or the metric has them."""
+    ids, texts = sample.retrieved_context_ids, sample.retrieved_contexts
+    if chars == 0:
+        texts = None
+    elif sample.user_input is not None:
+        row["question"] = clip(sample.user_input, chars)
+    per_chunk = {
+        "id": ids, "text": texts, "verdict": row.get("verdicts"), "relevance": row.get("relevance"),
+        "similarity": row.get("similarities"), "reason": row.get("reasons"),
+    }
+    columns = {k: v for k, v in per_chunk.items() if isinstance(v, list | tuple)}
+    n = max((len(v) for v in columns.values()), default=0)
+    chunks = []
+    for i in range(n):
+        chunk = {k: v[i] for k, v in columns.items() if i < len(v)}
+        if "text" in chunk:
+            chunk["text"] = clip(str(chunk["text"]), chars)
+        chunks.append(chunk)
+    if ids is not None or texts is not None:
+        row["chunks"] = chunks
+    return row

@@ -1,0 +1,75 @@
+"""The rows file: rows stream into ``samples.jsonl.partial`` and are renamed to
+``samples.jsonl`` when the run has finished, so an incomplete file is marked by its name."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Collection, Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.run.outputs.folder import OutputError, hint, reason
+
+PARTIAL = ".partial"
+
+
+@contextlib.contextmanager
+def streamed(path: Path) -> Iterator[Path]:
+    """Rows go to ``PATH.partial``; the caller renames it with ``finalise`` when done.
+
+    An ``OSError`` while writing (disk full) becomes one ``OutputError`` naming the file;
+    the partial file stays, clearly incomplete by its name.
+    """
+    partial = partial_of(path)
+    try:
+        yield partial
+    except OSError as e:
+        raise OutputError(
+            f"cannot write {partial} ({reason(e)}){hint(e)}; the rows written so far are "
+            "kept there"
+        ) from None
+
+
+def partial_of(path: Path) -> Path:
+    """Where the rows of ``path`` stream to until the run has finished."""
+    return path.with_name(path.name + PARTIAL)
+
+
+def finalise(path: Path) -> Path:
+    """Rename the finished ``PATH.partial`` to ``PATH``."""
+    try:
+        os.replace(partial_of(path), path)
+    except OSError as e:
+        raise OutputError(f"cannot rename {partial_of(path)} to {path} ({reason(e)})") from None
+    return path
+
+
+#: Characters ``str.splitlines`` breaks on that JSON leaves raw: escaped in rows.
+_LINE_BREAKS = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029)}
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def json_line(row: Any) -> str:
+    """One JSON-lines row (no newline): UTF-8 kept, but line separators escaped, so readers
+    that split lines on them do not cut the row."""
+    line = _ENCODE(row)
+    return line if line.isascii() else line.translate(_LINE_BREAKS)
+
+
+def strip_keys(path: Path, keys: Collection[str]) -> None:
+    """Remove ``keys`` from every JSON row of the rows file ``path`` (rewritten whole)."""
+    if not keys:
+        return
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
+            for line in src:
+                row = json.loads(line)
+                dst.write(json_line({k: v for k, v in row.items() if k not in keys}) + "\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(f"cannot rewrite {path} ({reason(e)}){hint(e)}") from None

@@ -1,0 +1,194 @@
+"""One evaluation split into shards scored by parallel workers (``run.shards``), merged into
+one run: one ``samples.jsonl`` in sample order, one ``summary.json`` with the numbers one
+process gives, one tracked run.
+
+The parent plans contiguous shards (``harness.shards.plan``) and starts a worker per
+shard: a process (``run.shard_backend=processes``) or a Ray actor (``ray``,
+``harness.shards.ray``). Each worker builds its shard of the dataset, the retriever and the
+metric from the resolved config, scores the shard into its own rows file in the run's
+folder (``.shards/``) and returns its tally. Then the retrieval sums are folded shard
+after shard (``harness.shards.merge``), the workers drop the cut-offs above the run's
+depth from their rows, in parallel, and the parent appends the rows files in order.
+
+A worker that fails stops the others and fails the run with its line, naming the shard;
+an interruption stops them all. Either way the shards' files are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol, TextIO
+
+from harness.core.errors import ConfigError
+from harness.core.protocols import Parts, Task
+from harness.core.settings import Job
+from harness.core.types import RagSample
+from harness.datasets.files import JsonlDataset
+from harness.metrics.retrieval import dropped_names
+from harness.run.loop import Tally
+from harness.shards.merge import mapped_columns, merge, unique_ids
+from harness.shards.plan import plan
+from harness.shards.worker import ShardResult, ShardWorker
+from harness.tasks.evaluate import Evaluate
+
+#: The config groups a worker builds its parts from.
+WORKER_GROUPS = ("dataset", "retriever", "metric", "run", "trusted_targets")
+
+
+class Pool(Protocol):
+    """Running workers, one per shard (a backend)."""
+
+    def results(self, progress: Callable[[int], None] | None) -> list[ShardResult]:
+        """Wait for every shard's result; raise the first failure, naming its shard."""
+        ...
+
+    def call(self, indexes: Sequence[int], method: str, argument: Any) -> list[Any]:
+        """Call ``method`` of those workers, in parallel; their results, in order."""
+        ...
+
+    def close(self) -> None:
+        """Stop every worker (at once, if they are still working)."""
+        ...
+
+
+class ShardedEvaluate(Evaluate):
+    """``task=evaluate`` with its samples scored by workers, a shard each."""
+
+    def plan(self, parts: Parts, job: Job) -> tuple[Iterable[list[RagSample]], int]:
+        """Refuse, before any work, a run that cannot be sharded; nothing to read here."""
+        shards = parts.settings.shards
+        if parts.metric.prevalidate:
+            raise ConfigError(
+                f"run.shards={shards}: metric {parts.metric.name} asks a judge, whose calls "
+                "one process already makes concurrently (judge.max_concurrency); shard "
+                "judge-free metrics (id_ranked, id_based, non_llm), or set run.shards=1"
+            )
+        target = (job.config.get("dataset") or {}).get("_target_")
+        kind = type(parts.dataset)
+        if target != f"{kind.__module__}.{kind.__qualname__}":
+            raise ConfigError(
+                f"run.shards={shards}: the dataset was handed over in memory, which workers "
+                "cannot read; save it to a file (dataset=jsonl) or set run.shards=1"
+            )
+        return (), parts.dataset.estimate_count()
+
+    def score(self, parts: Parts, job: Job, batches: Iterable[list[RagSample]], sink: Any,
+              progress: Callable[[int], None] | None) -> Tally:
+        """Score the shards in workers and merge them (``score_shards``)."""
+        return score_shards(parts, job, sink, progress)
+
+    def dropped(self, tally: Tally) -> list[str]:
+        """Nothing: each shard drops the cut-offs above the depth from its own rows."""
+        return []
+
+
+def sharded(task: Task) -> Task:
+    """``task`` scoring its samples in ``run.shards`` workers; a ``ConfigError`` for a task
+    that cannot (``judge_agreement``)."""
+    if not isinstance(task, Evaluate):
+        raise ConfigError(
+            f"run.shards: task {task.name} runs in one process; set run.shards=1 "
+            "(task=evaluate shards its samples)"
+        )
+    return ShardedEvaluate(task.name)
+
+
+def score_shards(
+    parts: Parts, job: Job, sink: TextIO, progress: Callable[[int], None] | None = None
+) -> Tally:
+    """Score the run in shards and merge them: the rows go to ``sink``, in sample order."""
+    from harness.run.timing import Timed
+
+    into = Tally(parts.metric.name)
+    spans = plan(parts.dataset, parts.settings.shards, parts.settings.limit)
+    folder = job.out_dir.resolve() / ".shards"
+    folder.mkdir(exist_ok=True)
+    # what a worker builds its parts from: no tracking settings (credentials stay here)
+    config = {k: job.config[k] for k in WORKER_GROUPS if k in job.config}
+    workers = [ShardWorker(config, s, str(folder / f"rows-{s.index:04d}.jsonl"), os.getcwd())
+               for s in spans]
+    try:
+        pool = start(workers, parts.settings.shard_backend)
+        try:
+            results = pool.results(progress)
+            tallies = [r.tally for r in results]
+            whole = parts.dataset
+            if isinstance(whole, JsonlDataset):  # split by bytes: no worker saw every record
+                unique_ids(whole.path, whole.fields, [r.id_hashes for r in results],
+                           [r.id_lines for r in results])
+                mapped_columns(whole.source, whole.fields,
+                               [r.columns for r in results if r.columns is not None])
+            sums: dict[str, float] = {}
+            for i in range(len(workers)):  # each shard adds on to the sums before it
+                sums = pool.call([i], "fold", sums)[0]
+            merge(tallies, into, sums)
+            if into.n_retrieval:
+                dropped = dropped_names(into.retrieval_ks, into.retrieval_depth,
+                                        into.beyond_depth)
+                if dropped:
+                    pool.call(range(len(workers)), "strip", dropped)
+        finally:
+            pool.close()
+        sink.flush()
+        for worker in workers:
+            append(Path(worker.rows), sink.buffer)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    timed = parts.retriever
+    if isinstance(timed, Timed) and results:
+        for result in results:
+            timed.latencies.extend(result.latencies)
+        timed.prepare_s = max((r.prepare_s for r in results if r.prepare_s is not None),
+                              default=None)
+        timed.searched = max(r.searched for r in results)
+        timed.inner = Prepared(results[0].retriever, timed.needs_corpus)
+    into.duration_s = time.perf_counter() - into.started
+    return into
+
+
+def append(source: Path, sink: BinaryIO) -> None:
+    """Append the file ``source`` to ``sink`` (in the kernel where it can)."""
+    sink.flush()
+    with open(source, "rb") as rows:
+        copied = 0
+        try:
+            while n := os.copy_file_range(rows.fileno(), sink.fileno(), 1 << 30):
+                copied += n
+            return
+        except (AttributeError, OSError):  # no copy_file_range here, or not between these
+            rows.seek(copied)
+        shutil.copyfileobj(rows, sink, 1 << 22)
+        sink.flush()
+
+
+class Prepared:
+    """The run's retriever as the shards prepared it (for its description)."""
+
+    def __init__(self, described: dict[str, Any], needs_corpus: bool) -> None:
+        self.described, self.needs_corpus = described, needs_corpus
+
+    def prepare(self, corpus: Any) -> None:
+        """Done by the shards."""
+
+    def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
+        """Done by the shards."""
+        raise NotImplementedError("the shards retrieved")
+
+    def describe(self) -> dict[str, Any]:
+        """The first shard's retriever's description."""
+        return self.described
+
+
+def start(workers: list[ShardWorker], backend: str) -> Pool:
+    """Start a worker per shard on ``backend``."""
+    if backend == "ray":
+        from harness.shards.ray import RayPool
+
+        return RayPool(workers)
+    from harness.shards.processes import ProcessPool
+
+    return ProcessPool(workers)

@@ -1,0 +1,132 @@
+"""Merging the shards of one run (``run.shards``) into what one process would have counted.
+
+Exactly, where ``summary.json`` reads it: scores in order (their mean is ``math.fsum``'s,
+order-free anyway), counts, unscored reasons (capped as one process caps them: the
+workers count every reason), and the retrieval metrics, whose sums are the same
+left-to-right additions in sample order (``fold``: each shard adds its values to the sums
+of the shards before it). The rows the report and plots sample evenly are merged evenly,
+not item for item.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from harness.datasets.fields import MappedColumns
+from harness.datasets.reading import decode_line, load_json, read_lines
+from harness.datasets.records import RecordParser
+from harness.run.loop import Tally
+from harness.run.sampling import Evenly
+
+T = TypeVar("T")
+
+
+def fold(values: Mapping[str, array[float]], starts: Mapping[str, float]) -> dict[str, float]:
+    """``starts`` plus each name's ``values``, added one at a time from the left (as the
+    evaluation loop adds them: ``numpy.add.accumulate`` is that sequence of additions)."""
+    sums = dict(starts)
+    for name, column in values.items():
+        if len(column):
+            seq = np.concatenate(([sums.get(name, 0.0)], np.frombuffer(column, np.float64)))
+            sums[name] = float(np.add.accumulate(seq)[-1])
+    return sums
+
+
+def merge(tallies: Sequence[Tally], into: Tally, sums: Mapping[str, float]) -> Tally:
+    """Add the shards' ``tallies`` (in sample order) to the empty tally ``into``;
+    ``sums``: the retrieval sums of the whole run (``fold``)."""
+    if tallies:
+        into.retrieval_ks, into.beyond_depth = tallies[0].retrieval_ks, tallies[0].beyond_depth
+    n_samples = 0
+    for tally in tallies:
+        into.scores.extend(tally.scores)
+        for reason, count in tally.reasons.items():  # in the order first seen
+            into.add_reason(reason)  # kept, or counted under the capped reasons' key,
+            key = reason if reason in into.reasons else list(into.reasons)[-1]  # added last
+            into.reasons[key] += count - 1
+        if tally.successes is not None:
+            into.successes = (into.successes or 0) + tally.successes
+        into.n_retrieval += tally.n_retrieval
+        into.retrieval_depth = max(into.retrieval_depth, tally.retrieval_depth)
+        for rank in range(len(into.rank_totals)):
+            into.rank_totals[rank] += tally.rank_totals[rank]
+            into.rank_relevant[rank] += tally.rank_relevant[rank]
+        n_samples += tally.n_samples
+    into.n_samples = n_samples
+    names = next((list(t.retrieval) for t in tallies if t.retrieval), [])
+    into.retrieval = {name: sums[name] for name in names}
+    into.verdict_map = evenly([t.verdict_map for t in tallies])
+    into.report_rows = evenly([t.report_rows for t in tallies])
+    # an unscored row's position is its sample's
+    counts = [t.n_samples for t in tallies]
+    into.report_unscored = evenly([t.report_unscored for t in tallies], counts)
+    return into
+
+
+def evenly(parts: Sequence[Evenly[T]], sizes: Sequence[int] | None = None) -> Evenly[T]:
+    """One ``Evenly`` of consecutive streams: their items at their positions in the whole
+    (``sizes``: the length of each stream in the positions its items carry; by default
+    the items each saw), thinned the way ``Evenly`` thins its own."""
+    out: Evenly[T] = Evenly(parts[0].n if parts else 0)
+    offset = 0
+    for i, part in enumerate(parts):
+        out.items += [(offset + at, item) for at, item in part.items]
+        out.stride = max(out.stride, part.stride)
+        out.seen += part.seen
+        offset += part.seen if sizes is None else sizes[i]
+    while out.n and len(out.items) >= 2 * out.n:
+        out.items = out.items[::2]
+        out.stride *= 2
+    return out
+
+
+def mapped_columns(path: str, fields: Mapping[str, str], shards: Sequence[MappedColumns]) -> None:
+    """Raise the ``DatasetError`` one reader of the whole file would have: a column
+    mapped by ``dataset.fields`` that no record of any shard has."""
+    whole = MappedColumns(path, fields, "dataset.fields.{}")
+    for columns in shards:
+        whole.absorb(columns)
+    whole.finish()
+
+
+def unique_ids(
+    path: Path, fields: Mapping[str, str], hashes: Sequence[array[int]], lines: Sequence[array[int]]
+) -> None:
+    """Raise the ``DatasetError`` one reader of the whole file would have for the first id
+    used again in a later shard (within a shard, its worker has already raised it).
+
+    Ids are compared by 64-bit hash; the lines of a match are read again and parsed in
+    order, so the error is the parser's own (and a mere hash collision passes).
+    """
+    every = np.concatenate([np.frombuffer(h, np.uint64) for h in hashes] or
+                           [np.empty(0, np.uint64)])
+    ordered = np.sort(every, kind="stable")
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not len(repeated):
+        return
+    at = np.concatenate([np.frombuffer(n, np.uint64) for n in lines])
+    first: dict[int, int] = {}
+    for position in np.flatnonzero(np.isin(every, repeated)):
+        key, line = int(every[position]), int(at[position])
+        if key not in first:
+            first[key] = line
+            continue
+        parser = RecordParser(str(path), fields, cells_are_text=False)
+        for number, text in read_numbered(path, (first[key], line)):
+            parser.parse(load_json(text, path, number), number - 1, number)  # raises
+
+
+def read_numbered(path: Path, numbers: Sequence[int]) -> list[tuple[int, str]]:
+    """Lines ``numbers`` (1-based, ascending) of ``path``, decoded."""
+    wanted, out = set(numbers), []
+    for number, raw in read_lines(path):
+        if number in wanted:
+            out.append((number, decode_line(raw, path, number)))
+            if len(out) == len(wanted):
+                break
+    return out

@@ -1,0 +1,215 @@
+"""A shard's worker (``harness.shards``): builds its part of the run from the resolved config,
+scores it into its own rows file, and hands back its tally; then folds the retrieval sums
+and strips its rows when the parent asks."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import traceback
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from harness.core.errors import HarnessError
+from harness.core.protocols import Metric, OnDone, Parts
+from harness.core.types import RagSample, SampleResult
+from harness.datasets.fields import MappedColumns
+from harness.metrics.retrieval import at_cutoffs
+from harness.run.loop import Tally
+from harness.shards.merge import fold
+from harness.shards.plan import JsonlSpan, Span, shard
+
+if TYPE_CHECKING:
+    from harness.core.protocols import Task
+
+#: Distinct unscored reasons a worker counts (one process keeps 20; the parent caps the
+#: merged ones the same way, exactly while no shard has more than this many).
+WORKER_REASONS = 100_000
+
+
+class ShardFailed(HarnessError):
+    """A shard's worker failed, or died, outside the errors it reports itself."""
+
+
+class ShardCrashed(RuntimeError):
+    """A shard's worker raised an unexpected exception (a bug): its traceback follows."""
+
+
+@dataclass
+class ShardResult:
+    """What a worker hands back once its shard is scored."""
+
+    tally: Tally
+    retriever: dict[str, Any]
+    latencies: array[float] = field(default_factory=lambda: array("d"))
+    prepare_s: float | None = None
+    searched: float = 0.0
+    columns: MappedColumns | None = None
+    id_hashes: array[int] = field(default_factory=lambda: array("Q"))
+    id_lines: array[int] = field(default_factory=lambda: array("Q"))
+
+
+#: A worker's answer: ``("result", value)``, ``("error", (module, class, message, attrs))``
+#: for a ``HarnessError``, or ``("crash", traceback)``.
+Outcome = tuple[str, Any]
+
+
+class ShardWorker:
+    """One shard's evaluation, in a worker process or a Ray actor."""
+
+    def __init__(self, config: dict[str, Any], span: Span, rows: str, cwd: str) -> None:
+        self.config, self.span, self.rows, self.cwd = config, span, rows, cwd
+        self.values: dict[str, array[float]] = {}
+        self.done = 0
+
+    def attempt(self, progress: Callable[[int], None] | None = None) -> Outcome:
+        """``run``, its failure reported as data."""
+        return self._answer(lambda: self.run(progress))
+
+    def call(self, method: str, argument: Any) -> Outcome:
+        """``fold`` or ``strip``, its failure reported as data."""
+        return self._answer(lambda: getattr(self, method)(argument))
+
+    def run(self, progress: Callable[[int], None] | None = None) -> ShardResult:
+        """Score the shard into ``rows``."""
+        from omegaconf import OmegaConf
+
+        from harness.config.build import instantiate, settings
+        from harness.retrievers.custom import conforming
+        from harness.run import loop as evaluation
+        from harness.tasks.evaluate import Evaluate, plan, score, timed_retriever
+        from harness.tracking.null import NullTracker
+
+        if os.getcwd() != self.cwd and os.path.isdir(self.cwd):
+            os.chdir(self.cwd)  # a Ray worker: relative paths are the parent's
+        cfg = OmegaConf.create(self.config)
+        run = dataclasses.replace(settings(cfg), limit=None, shards=1, progress=False)
+        dataset = shard(instantiate(cfg, "dataset"), self.span)
+        retriever = conforming(instantiate(cfg, "retriever"), str(cfg.retriever.get("_target_")))
+        metric = Harvest(instantiate(cfg, "metric"), run.retrieval_ks)
+        parts = Parts(cast("Task", Evaluate()), dataset, retriever, metric, NullTracker(), run)
+
+        def counted(n: int) -> None:
+            self.done += n
+            if progress is not None:
+                progress(n)
+
+        cap = evaluation._MAX_REASONS  # every reason counted: the parent caps the merged ones
+        evaluation._MAX_REASONS = WORKER_REASONS
+        try:
+            timed = parts.retriever = timed_retriever(parts)
+            batches, _ = plan(parts)
+            with open(self.rows, "w", encoding="utf-8") as sink:
+                timed.mark()
+                tally = score(parts, batches, sink, counted)
+            metric.collect()
+        finally:
+            evaluation._MAX_REASONS = cap
+            parts.close()
+        self.values = metric.values
+        result = ShardResult(tally, timed.describe(), timed.latencies, timed.prepare_s,
+                             timed.searched)
+        if isinstance(dataset, JsonlSpan):  # what the parent checks across shards
+            result.columns, result.id_hashes = dataset.columns, dataset.id_hashes
+            result.id_lines = dataset.id_lines
+        return result
+
+    def fold(self, starts: dict[str, float]) -> dict[str, float]:
+        """The retrieval sums of the shards up to this one (``starts``: those before)."""
+        return fold(self.values, starts)
+
+    def strip(self, keys: list[str]) -> None:
+        """Drop ``keys`` (cut-offs above the run's depth) from the shard's rows."""
+        from harness.run.outputs import strip_keys
+
+        strip_keys(Path(self.rows), keys)
+
+    def progress(self) -> int:
+        """Samples scored so far (polled by the Ray backend)."""
+        return self.done
+
+    @staticmethod
+    def _answer(work: Callable[[], Any]) -> Outcome:
+        try:
+            return "result", work()
+        except HarnessError as e:
+            attrs = {k: v for k, v in vars(e).items() if isinstance(v, str | int | float | None)}
+            return "error", (type(e).__module__, type(e).__name__, str(e), attrs)
+        except Exception:  # noqa: BLE001 - a bug: the parent shows its traceback
+            return "crash", traceback.format_exc()
+
+
+class Harvest:
+    """The run's metric, keeping each batch's results until the evaluation loop has added
+    the retrieval metrics to them (by the next batch, or ``collect`` at the end), to
+    gather their values in sample order for ``fold``."""
+
+    def __init__(self, inner: Metric, ks: Sequence[int]) -> None:
+        self.inner = inner
+        self.name, self.requires, self.prevalidate = inner.name, inner.requires, False
+        self.names = list(at_cutoffs((), {}, ks)) if ks else []
+        self.values: dict[str, array[float]] = {n: array("d") for n in self.names}
+        self._last: tuple[Sequence[RagSample], list[SampleResult]] | None = None
+
+    def score_batch(
+        self, samples: Sequence[RagSample], on_done: OnDone | None = None
+    ) -> list[SampleResult]:
+        """The inner metric's results (the previous batch's values are gathered first)."""
+        self.collect()
+        results = self.inner.score_batch(samples, on_done)
+        self._last = (samples, results)
+        return results
+
+    def collect(self) -> None:
+        """Gather the retrieval values of the last batch (as the loop's condition has it)."""
+        last, self._last = self._last, None
+        if last is None or not self.names:
+            return
+        columns = [self.values[n] for n in self.names]
+        for sample, result in zip(*last, strict=True):
+            if sample.reference_context_ids is not None and (
+                sample.retrieved_context_ids is not None
+            ):
+                for name, column in zip(self.names, columns, strict=True):
+                    column.append(result.details[name])
+
+    def preflight(self) -> None:
+        """The inner metric's."""
+        self.inner.preflight()
+
+    def describe(self) -> dict[str, Any]:
+        """The inner metric's."""
+        return self.inner.describe()
+
+    def stats(self) -> dict[str, float | None]:
+        """The inner metric's."""
+        return self.inner.stats()
+
+    def write_artifacts(self, out_dir: Path) -> list[Path]:
+        """The inner metric's."""
+        return self.inner.write_artifacts(out_dir)
+
+    def close(self) -> None:
+        """The inner metric's."""
+        self.inner.close()
+
+
+def failure(outcome: Outcome, span: Span) -> BaseException:
+    """The exception to raise in the parent for a worker's failed ``outcome``."""
+    import importlib
+
+    kind, value = outcome
+    if kind == "crash":
+        return ShardCrashed(f"{span.describe()} failed:\n{value}")
+    module, name, message, attrs = value
+    cls = getattr(importlib.import_module(module), name, None) if (
+        module.startswith("harness.")) else None
+    if isinstance(cls, type) and issubclass(cls, HarnessError):
+        error = cls.__new__(cls)
+        Exception.__init__(error, f"{span.describe()}: {message}")
+        error.__dict__.update(attrs)
+        return error
+    return ShardFailed(f"{span.describe()}: {message}")

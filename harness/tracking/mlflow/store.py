@@ -1,0 +1,300 @@
+"""The MLflow store: one client per store and process, experiments, runs opened and closed.
+
+A local SQLite store is checked before MLflow opens it (MLflow retries an unopenable file
+for minutes and reports a corrupt one as SQLAlchemy's "Background on this error"): its
+folder, the file, and that it can be read and written. Every failure becomes one line
+naming the store, the cause and what to do (``failure``).
+
+Importing this module imports nothing from MLflow; its functions do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import TrackingError
+from harness.core.redact import redact, redact_uri
+from harness.core.text import clip
+from harness.core.types import RunRecord
+from harness.tracking.mlflow import server
+
+_CLIENTS: dict[str, Any] = {}
+_WRITABLE: set[str] = set()
+_SQLITE = "sqlite:///"
+#: Seconds to wait for a local store that another process holds locked (MLflow's own wait).
+BUSY_TIMEOUT_S = 20.0
+#: Local stores up to this size get SQLite's ``quick_check`` when first opened (~1 ms/MB).
+CHECK_MAX_BYTES = 256 * 2**20
+
+_ELSEWHERE = (
+    "set tracking.tracking_uri=sqlite:///OTHER/mlflow.db (or $MLFLOW_TRACKING_URI) to use "
+    "another store, or tracking=none to log nothing"
+)
+_ADVICE = {
+    "corrupt": f"move it aside (the next run creates a new store), or {_ELSEWHERE}",
+    "locked": f"wait until the process that holds it ends, or {_ELSEWHERE}",
+    "readonly": f"make it and its folder writable, or {_ELSEWHERE}",
+    "open": f"make it and its folder writable, or {_ELSEWHERE}",
+    "path": f"fix the path, or {_ELSEWHERE}",
+    "other": _ELSEWHERE,
+}
+
+
+def client(uri: str, *, write: bool = False) -> Any:
+    """A cached ``MlflowClient`` for ``uri`` (the store opens once per process).
+
+    Opening a fresh SQLite store creates its schema, and several processes doing that at
+    once (parallel sweep jobs, two sweeps) corrupt each other's migrations (``duplicate
+    column``, ``_alembic_tmp_experiments already exists``). So the first open of a SQLite
+    store happens under an exclusive file lock beside the database.
+
+    Args:
+        uri: The store.
+        write: Check (once per process) that a local store can be written to; the
+            functions here that log ask for it, readers (``harness.compare``) do not.
+
+    Raises:
+        TrackingError: A local store that cannot be used, in one line (``failure``).
+    """
+    uri = absolute(uri)
+    if uri not in _CLIENTS or (write and uri not in _WRITABLE):
+        with _store_lock(uri, write):
+            if uri not in _CLIENTS:
+                import logging
+
+                from mlflow.tracking import MlflowClient
+
+                server.check(uri)  # a tracking server that is down or refuses us: one line
+                # "Creating initial MLflow database tables..." is MLflow's business
+                logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+                c = MlflowClient(tracking_uri=uri)
+                c.search_experiments(max_results=1)  # forces the schema check or creation
+                _CLIENTS[uri] = c
+        if write:
+            _WRITABLE.add(uri)
+    return _CLIENTS[uri]
+
+
+def absolute(uri: str) -> str:
+    """A local SQLite store's URI with an absolute path: ``sqlite:///mlflow.db`` means the
+    working directory's database, also after the process changes directory."""
+    path = uri[len(_SQLITE) :]
+    if not uri.startswith(_SQLITE) or path == ":memory:" or path.startswith("/"):
+        return uri
+    return _SQLITE + str(Path(path).expanduser().absolute())
+
+
+def _local_file(uri: str) -> Path | None:
+    """The database file of a local SQLite store URI (``None`` for other stores)."""
+    path = uri[len(_SQLITE) :].split("?", 1)[0]
+    if not uri.startswith(_SQLITE) or path in ("", ":memory:"):
+        return None
+    return Path(path).expanduser()
+
+
+@contextlib.contextmanager
+def _store_lock(uri: str, write: bool) -> Iterator[None]:
+    """For a local SQLite store: check its folder, hold an exclusive lock beside it and
+    check the database inside (no-op for other stores)."""
+    db = _local_file(uri)
+    if db is None:
+        yield
+        return
+    import fcntl
+
+    _check_folder(uri, db)
+    try:
+        handle = open(f"{db}.harness-lock", "a")  # noqa: SIM115 - held across the yield
+    except OSError as e:
+        folder = f"cannot write in its folder {db.parent} ({e.strerror})"
+        raise _unusable(uri, "readonly", folder) from None
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            _check_database(uri, db, write)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _check_folder(uri: str, db: Path) -> None:
+    """The store's folder exists (created when missing) and the file is not a folder."""
+    folders = (db.parent, *db.parent.parents)
+    blocker = next((p for p in folders if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise _unusable(uri, "path", f"{blocker} is a file, not a folder")
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        cause = f"cannot create its folder {db.parent} ({e.strerror})"
+        raise _unusable(uri, "path", cause) from None
+    if db.exists() and not db.is_file():
+        raise _unusable(uri, "path", f"{db} is a folder, not a database file")
+
+
+def _check_database(uri: str, db: Path, write: bool) -> None:
+    """The file is a readable, intact SQLite database (that this process can write to)."""
+    try:
+        conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as e:
+        raise TrackingError(failure(uri, e)) from None
+    try:
+        if (db.stat().st_size if db.exists() else 0) <= CHECK_MAX_BYTES:
+            problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)").fetchall()]
+            if problems != ["ok"]:
+                detail = "; ".join(problems)
+                raise _unusable(uri, "corrupt", f"the database file is corrupt ({detail})")
+        else:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        if write:
+            conn.execute("BEGIN IMMEDIATE")
+            try:  # a write that is rolled back: read-only files pass BEGIN but fail here
+                conn.execute("CREATE TABLE harness_write_check (x)")
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+    except sqlite3.Error as e:
+        raise TrackingError(failure(uri, e)) from None
+    finally:
+        conn.close()
+
+
+def _unusable(uri: str, kind: str, cause: str) -> TrackingError:
+    return TrackingError(redact(f"MLflow store {redact_uri(uri)}: {cause}; {_ADVICE[kind]}"))
+
+
+def failure(uri: str, error: BaseException) -> str:
+    """One line on why the store at ``uri`` failed: the store (without credentials), the
+    cause and what to do. A ``TrackingError`` already is such a line."""
+    if isinstance(error, TrackingError):
+        return str(error)
+    cause = _sqlite_cause(error)
+    if cause is not None:
+        kind, text = cause
+    elif isinstance(error, OSError):
+        where = f" ({error.filename})" if error.filename else ""
+        kind, text = "path", f"{error.strerror or error}{where}"
+    else:
+        kind, text = "other", _first_line(error)
+    return str(_unusable(uri, kind, text))
+
+
+def _sqlite_cause(error: BaseException) -> tuple[str, str] | None:
+    """The kind and text of the SQLite error behind ``error`` (SQLAlchemy keeps it as
+    ``orig``, MLflow as the cause), or ``None``."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, sqlite3.Error):
+            return _kind(e), _describe(e)
+        orig = getattr(e, "orig", None)
+        todo += [orig if isinstance(orig, BaseException) else None, e.__cause__, e.__context__]
+    return None
+
+
+def _kind(e: sqlite3.Error) -> str:
+    name = getattr(e, "sqlite_errorname", "") or ""
+    for prefix, kind in (
+        ("SQLITE_NOTADB", "corrupt"), ("SQLITE_CORRUPT", "corrupt"), ("SQLITE_BUSY", "locked"),
+        ("SQLITE_LOCKED", "locked"), ("SQLITE_READONLY", "readonly"), ("SQLITE_CANTOPEN", "open"),
+    ):
+        if name.startswith(prefix):
+            return kind
+    return "other"
+
+
+def _describe(e: sqlite3.Error) -> str:
+    kind = _kind(e)
+    if kind == "corrupt":
+        return f"the database file is corrupt ({e})"
+    if kind == "locked":
+        return f"another process holds the database locked ({e}, waited {BUSY_TIMEOUT_S:g} s)"
+    if kind == "readonly":
+        return f"the database is read-only ({e})"
+    if kind == "open":
+        return f"SQLite cannot open the file or create its journal beside it ({e})"
+    return f"SQLite failed ({e})"
+
+
+def _first_line(error: BaseException) -> str:
+    """The message of ``error`` without SQLAlchemy's ``[SQL: …]`` and background lines."""
+    lines = [x.strip() for x in str(error).splitlines()]
+    keep = [x for x in lines if x and not x.startswith(("[SQL:", "[parameters:", "(Background"))]
+    text = keep[0] if keep else type(error).__name__
+    return clip(text, 300)
+
+
+#: The experiment tag that picks the MLflow UI's layout.
+EXPERIMENT_KIND = "mlflow.experimentKind"
+
+
+def ensure_experiment(uri: str, name: str) -> str:
+    """Return the id of experiment ``name``, creating it if needed (race-safe)."""
+    from mlflow.exceptions import MlflowException
+
+    c = client(uri, write=True)
+    exp = c.get_experiment_by_name(name)
+    if exp is not None:
+        return str(exp.experiment_id)
+    try:
+        # MLflow 3's UI opens an experiment of unknown kind on its GenAI overview; these are
+        # evaluation runs to compare in the runs table
+        return str(c.create_experiment(name, tags={EXPERIMENT_KIND: "custom_model_development"}))
+    except MlflowException:
+        exp = c.get_experiment_by_name(name)  # another process created it meanwhile
+        if exp is None:
+            raise
+        return str(exp.experiment_id)
+
+
+def open_run(uri: str, experiment: str, run_name: str, tags: dict[str, str]) -> tuple[str, str]:
+    """Create a RUNNING run; return ``(run_id, experiment_id)``."""
+    experiment_id = ensure_experiment(uri, experiment)
+    run = client(uri, write=True).create_run(experiment_id, run_name=run_name, tags=tags)
+    return run.info.run_id, experiment_id
+
+
+def close_run(uri: str, run_id: str, record: RunRecord) -> None:
+    """Log params, metrics, tags and artifacts of ``record``, then end the run."""
+    import time
+
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
+
+    c = client(uri, write=True)
+    now = int(time.time() * 1000)
+    params = [Param(k, v) for k, v in record.params.items() if len(v) <= MAX_PARAM_VAL_LENGTH]
+    tags = [RunTag(k, v) for k, v in record.tags.items()]
+    metrics = [Metric(k, float(v), now, 0) for k, v in record.metrics.items()]
+    step = MAX_PARAMS_TAGS_PER_BATCH
+    for i in range(0, max(len(params), len(tags), 1), step):
+        c.log_batch(run_id, params=params[i : i + step], tags=tags[i : i + step])
+    for i in range(0, len(metrics), 1000):
+        c.log_batch(run_id, metrics=metrics[i : i + 1000])
+    for path in record.artifacts:
+        c.log_artifact(run_id, path)
+    extras = _reader_views(c, run_id, record)
+    if extras:
+        c.log_batch(run_id, tags=[RunTag(k, v) for k, v in extras.items()])
+    c.set_terminated(run_id, record.status)
+
+
+def _reader_views(c: Any, run_id: str, record: RunRecord) -> dict[str, str]:
+    """Log the per-sample table and the dataset input (best effort: the run's numbers and
+    files are logged already); return the tags that go with them."""
+    from harness.tracking.mlflow.table import log_dataset, log_table
+
+    try:
+        tags = log_table(c, run_id, record.artifacts)
+        log_dataset(c, run_id, record.artifacts)
+    except Exception as e:  # MLflow raises many types; the run stands without them
+        return {"harness.eval_table": redact(f"not logged: {_first_line(e)}")}
+    return tags
