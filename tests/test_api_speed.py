@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import sample_rows
 
-from harness import api, evaluate
+from harness import evaluate
+from harness.config import compose as api
 
 ROWS = sample_rows()
 

@@ -19,6 +19,7 @@ from conftest import CONF, ROOT
 
 README_PATH = ROOT / "README.md"
 METRICS_DOC = ROOT / "docs" / "metrics.md"
+ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
 DASH = "—"
 
 Table = list[dict[str, str]]
@@ -306,20 +307,21 @@ def test_contents_links_every_section() -> None:
     assert wanted <= anchors, f"Contents lacks {wanted - anchors}"
 
 
-#: Names the README's "Adding" section makes up for its examples.
-EXAMPLES = ("first_hit", "my_search")
+#: Names the docs make up for their examples (NAME: a placeholder).
+EXAMPLES = ("first_hit", "my_search", "NAME")
 
 
 def checked_text(doc: Path) -> str:
-    """The prose of ``doc`` (fenced code left out) plus the README's architecture sketch."""
+    """The prose of ``doc`` (fenced code left out) plus the architecture sketch."""
     text = read(doc)
     extra = ""
-    if doc == README_PATH:
-        extra = section(text, "## Architecture in one screen").split("```", 2)[1]
+    if doc == ARCHITECTURE_DOC:
+        extra = text.split("```", 2)[1]
     return strip_fences(text) + "\n" + extra
 
 
-@pytest.mark.parametrize("doc", [README_PATH, METRICS_DOC], ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", [README_PATH, METRICS_DOC, ARCHITECTURE_DOC],
+                         ids=lambda p: p.name)
 def test_paths_named_in_docs_exist(doc: Path) -> None:
     text = checked_text(doc)
     spans = re.findall(r"`([^`\n]+)`", text) + re.findall(r"\]\(([^)#]+)[)#]", text)
@@ -333,7 +335,8 @@ def test_paths_named_in_docs_exist(doc: Path) -> None:
     assert not missing, f"{doc.name} names paths that do not exist: {sorted(set(missing))}"
 
 
-@pytest.mark.parametrize("doc", [README_PATH, METRICS_DOC], ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", [README_PATH, METRICS_DOC, ARCHITECTURE_DOC],
+                         ids=lambda p: p.name)
 def test_dotted_names_in_docs_exist(doc: Path) -> None:
     """``harness.a.b.Name`` in a doc is a module file that defines ``Name``."""
     missing = []

@@ -12,7 +12,7 @@ from conftest import ROOT, sample_labels, sample_rows
 from judge_server import JudgeServer
 
 from harness import evaluate
-from harness.api import composed
+from harness.config.compose import composed
 from harness.config.build import instantiate
 from harness.judges.checks import check_prices
 from harness.judges.openai_chat import OpenAIJudge
