@@ -13,6 +13,7 @@ import sys
 import pytest
 from conftest import ROOT
 
+from harness.cli.compare import parse
 from harness.compare import (
     _per_query,
     _test_top_two,
@@ -21,7 +22,6 @@ from harness.compare import (
     paired_test,
     sign_flip_p,
 )
-from harness.cli.compare import parse
 from harness.core.errors import ConfigError, TrackingError
 
 pytestmark = pytest.mark.slow

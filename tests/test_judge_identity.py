@@ -14,6 +14,7 @@ from helpers.judge import judge, listwise, pointwise, sample, score
 from judge_server import JudgeServer
 
 from harness.core.errors import ConfigError
+from harness.core.types import JudgeRequest
 from harness.judges.identity import Identity, is_local, unpriced
 from harness.judges.openai_chat import OpenAIJudge
 from harness.judges.replies.schemas import schema
@@ -249,7 +250,7 @@ def test_model_auto_without_preflight_asks_the_server_once() -> None:
 
         async def both() -> list[Any]:
             try:
-                return await asyncio.gather(*(j.ask(messages, "pointwise",
+                return await asyncio.gather(*(j.ask(JudgeRequest(messages, "pointwise"),
                                                     lambda c: parse.pointwise(c.content))
                                               for _ in range(2)))
             finally:

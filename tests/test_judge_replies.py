@@ -14,7 +14,7 @@ from conftest import CliResult, run_cli
 from helpers.judge import judge, listwise, pointwise, sample, score
 
 from harness.core.errors import ConfigError, headline
-from harness.core.types import Completion
+from harness.core.types import Completion, JudgeRequest
 from harness.judges.replies.failures import MESSAGE_CHARS, rejects_format
 from harness.judges.replies.parse import soft_verdicts
 
@@ -202,7 +202,7 @@ def test_completion_says_which_model_answered_and_why_it_stopped(judge_server: A
     async def ask(**kw: Any) -> Completion:
         j = judge(judge_server, cache=False, **kw)
         try:
-            result: Completion = await j.ask(messages, "pointwise", lambda c: c)
+            result: Completion = await j.ask(JudgeRequest(messages, "pointwise"), lambda c: c)
             return result
         finally:
             await j.aclose()

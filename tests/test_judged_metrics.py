@@ -14,7 +14,7 @@ from conftest import CONF
 
 from harness.core.errors import ConfigError
 from harness.core.protocols import Kind
-from harness.core.types import Completion, JudgeStats, RagSample, SampleResult
+from harness.core.types import Completion, JudgeRequest, JudgeStats, RagSample, SampleResult
 from harness.metrics.contextual_precision import ContextualPrecision
 from harness.metrics.llm import LLMContextPrecision
 from harness.prompts.template import PromptTemplate
@@ -37,18 +37,9 @@ class LabelJudge:
         self.items: list[int | None] = []
         self.closed = False
 
-    async def ask(
-        self,
-        messages: list[dict[str, str]],
-        kind: Kind,
-        parse: Callable[[Completion], T],
-        logprobs: bool = False,
-        *,
-        draw: int = 0,
-        prompt_sha: str = "",
-        variant: str = "",
-        items: int | None = None,
-    ) -> T:
+    async def ask(self, request: JudgeRequest, parse: Callable[[Completion], T]) -> T:
+        messages, kind, items = request.messages, request.kind, request.items
+        prompt_sha, variant = request.prompt_sha, request.variant
         self.stats.calls += 1
         self.asked.append((kind, prompt_sha, variant))
         self.items.append(items)

@@ -22,7 +22,7 @@ from helpers import pacing_sim as sim
 from judge_server import JudgeServer, Label, LabelKey
 
 from harness.core.errors import ConfigError
-from harness.core.types import Completion
+from harness.core.types import Completion, JudgeRequest
 from harness.judges.openai_chat import OpenAIJudge
 from harness.judges.transport import pacing
 from harness.judges.transport.pacing import INITIAL, Pacer, backoff, duration, retry_after
@@ -61,7 +61,7 @@ def run(judge: OpenAIJudge, n: int, seen: Callable[[], Any] | None = None,
             await judge.preflight()
         try:
             return await asyncio.gather(
-                *(judge.ask(messages(i), "pointwise", parse) for i in range(n)),
+                *(judge.ask(JudgeRequest(messages(i), "pointwise"), parse) for i in range(n)),
                 return_exceptions=True,
             )
         finally:

@@ -12,8 +12,8 @@ from conftest import ROOT, sample_labels, sample_rows
 from judge_server import JudgeServer
 
 from harness import evaluate
-from harness.config.compose import composed
 from harness.config.build import instantiate
+from harness.config.compose import composed
 from harness.judges.checks import check_prices
 from harness.judges.openai_chat import OpenAIJudge
 from harness.metrics.ranking import average_precision

@@ -17,13 +17,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from harness.core.settings import Job, JobValue, RunSettings
 from harness.core.types import (
     Completion,
     Corpus,
+    JudgeRequest,
     JudgeStats,
+    Kind,
     RagSample,
     RunRecord,
     SampleResult,
@@ -38,8 +40,6 @@ T = TypeVar("T")
 #: Called with (index in the batch, result) as each sample of a batch finishes.
 OnDone = Callable[[int, SampleResult], None]
 
-#: What a judge call asks for; selects the reply's JSON schema.
-Kind = Literal["pointwise", "listwise", "reason"]
 
 
 class Dataset(Protocol):
@@ -160,20 +160,8 @@ class Judge(Protocol):
     vote: str
     stats: JudgeStats
 
-    def ask(
-        self,
-        messages: list[dict[str, str]],
-        kind: Kind,
-        parse: Callable[[Completion], T],
-        logprobs: bool = False,
-        *,
-        draw: int = 0,
-        prompt_sha: str = "",
-        variant: str = "",
-        items: int | None = None,
-    ) -> Awaitable[T]:
-        """Call (through the cache) and parse; raise ``JudgeError`` when it fails for good.
-        ``items``: the number of verdicts a listwise reply must hold."""
+    def ask(self, request: JudgeRequest, parse: Callable[[Completion], T]) -> Awaitable[T]:
+        """Call (through the cache) and parse; raise ``JudgeError`` when it fails for good."""
         ...
 
     async def preflight(self) -> None:

@@ -148,6 +148,33 @@ class Completion:
     finish_reason: str | None = None
 
 
+#: What a judge call asks for; selects the reply's JSON schema.
+Kind = Literal["pointwise", "listwise", "reason"]
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One judgement asked of a judge (``Judge.ask``).
+
+    Attributes:
+        messages: The rendered prompt.
+        kind: ``pointwise``, ``listwise`` or ``reason`` (selects the JSON schema).
+        logprobs: Ask for token logprobs (soft verdicts).
+        draw: Which of the judge's ``samples`` independent verdicts this is.
+        prompt_sha: The prompt template's hash (part of the cache key; for pruning).
+        variant: The metric asking (part of the cache key; for inspection).
+        items: The number of verdicts a listwise reply must hold (pinned by the schema).
+    """
+
+    messages: list[dict[str, str]]
+    kind: Kind
+    logprobs: bool = False
+    draw: int = 0
+    prompt_sha: str = ""
+    variant: str = ""
+    items: int | None = None
+
+
 @dataclass
 class JudgeStats:
     """Counters of one run's judge traffic."""

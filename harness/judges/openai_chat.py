@@ -15,7 +15,7 @@ from harness.core.errors import JudgeParseError, JudgeReplyCut
 from harness.core.protocols import Kind
 from harness.core.redact import redact, redact_uri
 from harness.core.text import clip
-from harness.core.types import Completion, JudgeStats
+from harness.core.types import Completion, JudgeRequest, JudgeStats
 from harness.judges.cache import lookup as cached
 from harness.judges.checks import check_prices, check_settings, split_base_url
 from harness.judges.identity import AUTO
@@ -174,18 +174,7 @@ class OpenAIJudge:
         await self._open_cache()  # an unusable cache is refused before any request
         await self.transport.preflight()
 
-    async def ask(
-        self,
-        messages: list[dict[str, str]],
-        kind: Kind,
-        parse: Callable[[Completion], T],
-        logprobs: bool = False,
-        *,
-        draw: int = 0,
-        prompt_sha: str = "",
-        variant: str = "",
-        items: int | None = None,
-    ) -> T:
+    async def ask(self, request: JudgeRequest, parse: Callable[[Completion], T]) -> T:
         """Call and parse, through the cache; re-ask up to ``parse_retries`` times after an
         unusable reply (not one the token limit cut: that raises ``JudgeReplyCut``).
 
@@ -195,15 +184,12 @@ class OpenAIJudge:
         A usable reply is cached under the key of the original request.
 
         Args:
-            messages: The rendered prompt.
-            kind: ``pointwise``, ``listwise`` or ``reason`` (selects the JSON schema).
+            request: The prompt and what shapes the reply (``JudgeRequest``).
             parse: Turns a completion into the caller's value; raises ``JudgeParseError``.
-            logprobs: Ask for token logprobs (soft verdicts).
-            draw: Which of ``samples`` independent verdicts this is.
-            prompt_sha: The prompt template's hash (part of the cache key; for pruning).
-            variant: The metric asking (part of the cache key; for inspection).
-            items: The number of verdicts a listwise reply must hold (pinned by the schema).
         """
+        messages, kind, logprobs, draw, items = (
+            request.messages, request.kind, request.logprobs, request.draw, request.items)
+        prompt_sha, variant = request.prompt_sha, request.variant
         if self.transport.model == AUTO:
             await self._resolve()
         store = await self._open_cache()

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from harness.core.aio import LoopThread
 from harness.core.errors import ConfigError
 from harness.core.protocols import Judge, Kind, OnDone
-from harness.core.types import Completion, RagSample, SampleResult
+from harness.core.types import Completion, JudgeRequest, RagSample, SampleResult
 from harness.judges.checks import finite
 from harness.judges.replies import parse
 from harness.metrics.base import BaseMetric, missing_fields
@@ -57,10 +57,10 @@ class JudgedMetric(BaseMetric):
         self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T],
         draw: int = 0, items: int | None = None,
     ) -> T:
-        return await self.judge.ask(
-            messages, kind, read, logprobs=self.soft and kind != "reason", draw=draw,
-            prompt_sha=self.prompt.sha256, variant=self.name, items=items,
-        )
+        request = JudgeRequest(messages, kind, logprobs=self.soft and kind != "reason",
+                               draw=draw, prompt_sha=self.prompt.sha256, variant=self.name,
+                               items=items)
+        return await self.judge.ask(request, read)
 
     async def _draws(
         self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T],

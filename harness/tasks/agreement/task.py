@@ -18,6 +18,7 @@ from harness.core.errors import ConfigError, JudgeError
 from harness.core.protocols import Judge, Parts
 from harness.core.redact import redact_tree
 from harness.core.settings import Job, JobValue
+from harness.core.types import JudgeRequest
 from harness.run.outputs import write_text
 from harness.run.record import base_tags, finish, judge_tags, tracked
 from harness.tasks.agreement.stats import Pair, agreement, pairs_from
@@ -70,10 +71,9 @@ class JudgeAgreement:
         async def one(pair: Pair) -> Outcome:
             messages = prompt.messages(question=pair.question, answer="", context=pair.passage)
             try:
-                return await judge.ask(
-                    messages, "pointwise", lambda c: parse.pointwise(c.content),
-                    prompt_sha=prompt.sha256, variant="judge_agreement",
-                )
+                request = JudgeRequest(messages, "pointwise", prompt_sha=prompt.sha256,
+                                       variant="judge_agreement")
+                return await judge.ask(request, lambda c: parse.pointwise(c.content))
             except JudgeError as e:
                 return str(e)
 
