@@ -20,14 +20,6 @@ from harness.core.errors import HarnessError
 from harness.run.outputs import FAILED, check_folder, claim, failed_jobs
 
 
-class Failures:
-    """How many jobs of the sweep that just ended failed, and how many of those only
-    failed a gate (``run.fail_under``; read by ``harness.cli.main``: exit 4 when all did)."""
-
-    count = 0
-    gates = 0
-
-
 def _stop(error: HarnessError) -> NoReturn:
     from harness.core.redact import redact
 
@@ -56,7 +48,6 @@ class RunGuard(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Check ``hydra.sweep.dir`` before any job starts."""
-        Failures.count = Failures.gates = 0
         sweep_dir = str(config.hydra.sweep.dir)
         try:
             path = check_folder(sweep_dir, "hydra.sweep.dir")
@@ -69,15 +60,17 @@ class RunGuard(Callback):
             ))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Say how many jobs failed; the command then exits with code 2 (4 when every
-        failed job only failed its gate)."""
+        """Say how many jobs failed and end the command with code 2 (4 when every failed job
+        only failed its gate). Hydra calls this callback last (end callbacks run in
+        reverse order), after the sweep's parent run is closed."""
         failed = failed_jobs(Path(str(config.hydra.sweep.dir)))
-        Failures.count = len(failed)
-        Failures.gates = sum(_gate_only(p / FAILED) for p in failed)
-        if failed:
-            names = ", ".join(str(p) for p in failed[:5]) + (" …" if len(failed) > 5 else "")
-            print(
-                f"error: {len(failed)} job(s) of the sweep failed ({names}); each one's "
-                f"error is in its folder's {FAILED}, the other jobs ran",
-                file=sys.stderr,
-            )
+        if not failed:
+            return
+        gates = sum(_gate_only(p / FAILED) for p in failed)
+        names = ", ".join(str(p) for p in failed[:5]) + (" …" if len(failed) > 5 else "")
+        print(
+            f"error: {len(failed)} job(s) of the sweep failed ({names}); each one's "
+            f"error is in its folder's {FAILED}, the other jobs ran",
+            file=sys.stderr,
+        )
+        sys.exit(4 if gates == len(failed) else 2)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from harness.core.trust import CONFIG_DIR, whitelist
@@ -23,7 +22,7 @@ def _hydra_app() -> Callable[[], Any]:
     @hydra.main(config_path=CONFIG_DIR, config_name="config", execution_whitelist=whitelist())
     def task(cfg: DictConfig) -> float | tuple[float, ...] | None:
         from harness.cli.job import main as run_main
-        from harness.config.hints import release_stderr
+        from harness.cli.stderr import release_stderr
 
         release_stderr()  # composed: nothing more to lead with a hint
         return run_main(cfg)
@@ -70,75 +69,99 @@ def _check_ray_cluster(args: list[str]) -> None:
             sys.exit(2)
 
 
-def tracker_class(args: list[str]) -> Any:
-    """The tracker class the command line chooses, read from ``conf/tracking/`` before
-    Hydra composes anything; ``None`` when it cannot tell."""
-    import importlib
+def _signals(args: list[str]) -> list[str]:
+    """SIGTERM (a scheduler, ``kill``) and SIGHUP (a closed terminal or SSH session) stop the
+    run as cleanly as Ctrl-C: the MLflow run is marked KILLED and the rows written so far
+    stay in samples.jsonl.partial."""
+    import signal
 
-    from omegaconf import OmegaConf
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+    return args
 
-    try:
-        defaults = OmegaConf.load(Path(CONFIG_DIR) / "config.yaml").defaults
-        choice = next(
-            str(d.tracking) for d in defaults if not isinstance(d, str) and "tracking" in d
-        )
-        for arg in args:
-            key, _, value = arg.partition("=")
-            if key.lstrip("+") == "tracking":
-                choice = value
-        target = str(OmegaConf.load(Path(CONFIG_DIR) / "tracking" / f"{choice}.yaml")._target_)
-        module, _, name = target.rpartition(".")
-        if not module.startswith("harness."):
-            return None
-        return getattr(importlib.import_module(module), name)
-    except Exception:  # a bad choice is Hydra's to report, with its own message
-        return None
+
+def _hide_secrets(args: list[str]) -> list[str]:
+    """Credentials in override values move to the environment (``harness.core.secrets``)."""
+    from harness.core.secrets import hide
+
+    return hide(args)
+
+
+def _custom_settings(args: list[str]) -> list[str]:
+    from harness.config.compose import custom_settings
+
+    return custom_settings(args)
+
+
+def _untrusted_hydra_targets(args: list[str]) -> list[str]:
+    _refuse_untrusted_hydra_targets(args)
+    return args
+
+
+def _ray_cluster(args: list[str]) -> list[str]:
+    _check_ray_cluster(args)
+    return args
+
+
+def _prewarm_tracker(args: list[str]) -> list[str]:
+    """Start MLflow's slow imports (2-3 s) now, in parallel with Hydra, unless no run will be
+    logged (``tracking=none``, ``--help``, ``--cfg``, a sweep: its jobs log in process)."""
+    choice = next((a.partition("=")[2] for a in args if a.partition("=")[0].lstrip("+")
+                   == "tracking"), "mlflow")
+    if choice == "mlflow" and not _NO_RUN.intersection(args):
+        from harness.tracking.mlflow.tracker import prewarm
+
+        prewarm()
+    return args
+
+
+def _sweep_note(args: list[str]) -> list[str]:
+    """Say so when ``experiment=NAME`` defines a sweep but ``-m`` is missing."""
+    from harness.config.hints import sweep_note
+
+    note = None if _NO_RUN.intersection(args) else sweep_note(args)
+    if note:
+        print(note, file=sys.stderr)
+    return args
+
+
+def _resolvers(args: list[str]) -> list[str]:
+    """The sweepers' direction: ``${harness_directions:${run.objective}}``."""
+    from harness.core.objectives import register_resolver
+
+    register_resolver()
+    return args
+
+
+#: What the command does before Hydra sees the command line, in order.
+BEFORE_HYDRA: tuple[Callable[[list[str]], list[str]], ...] = (
+    _signals, _hide_secrets, _custom_settings, _untrusted_hydra_targets, _ray_cluster,
+    _prewarm_tracker, _sweep_note, _resolvers,
+)
 
 
 def main() -> None:
-    """Console entry point."""
-    import signal
+    """Console entry point: the steps before Hydra, then Hydra (one job per config; a sweep
+    whose jobs failed ends with code 2, or 4 when only gates failed: ``cli.guard``)."""
+    from harness.cli.stderr import hold_stderr
+    from harness.config.hints import suggest
+    from harness.tracking.mlflow.tracker import discard_prewarmed
 
-    from harness.config import hints
-    from harness.core.secrets import hide
-    from harness.tracking.mlflow import tracker as mlflow_tracking
-
-    # SIGTERM (a scheduler, `kill`) and SIGHUP (a closed terminal or SSH session) stop the
-    # run as cleanly as Ctrl-C: the MLflow run is marked KILLED and the rows written so far
-    # stay in samples.jsonl.partial.
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGHUP, _on_signal)
-    from harness.config.compose import custom_settings
-
-    sys.argv[1:] = custom_settings(hide(sys.argv[1:]))
-    _refuse_untrusted_hydra_targets(sys.argv[1:])
-    _check_ray_cluster(sys.argv[1:])
-    if not _NO_RUN.intersection(sys.argv[1:]):
-        # Start the tracker's slow imports (MLflow: 2-3 s) now, in parallel with Hydra.
-        tracker = tracker_class(sys.argv[1:])
-        if tracker is not None:
-            tracker.prewarm()
-        note = hints.sweep_note(sys.argv[1:])
-        if note:
-            print(note, file=sys.stderr)
-    from harness.cli.guard import Failures
-    from harness.core.objectives import register_resolver
-
-    register_resolver()  # the sweepers' direction: ${harness_directions:${run.objective}}
-    Failures.count = Failures.gates = 0
-    held = hints.hold_stderr()  # Hydra's composition errors, until a hint can lead them
+    args = sys.argv[1:]
+    for step in BEFORE_HYDRA:
+        args = step(args)
+    sys.argv[1:] = args
+    held = hold_stderr()  # Hydra's composition errors, until a hint can lead them
     try:
         _hydra_app()()
-        if Failures.count:  # a sweep whose jobs failed (each said why; the others ran)
-            sys.exit(4 if Failures.gates == Failures.count else 2)  # 4: only gates failed
     except SystemExit as e:
         if e.code == 1 and held.holding:  # Hydra could not compose: lead with a hint
-            held.release(hints.suggest(sys.argv[1:]))
+            held.release(suggest(args))
         elif e.code == 1:  # a job that crashed in Hydra's hands: the hint after
-            hint = hints.suggest(sys.argv[1:])
+            hint = suggest(args)
             if hint:
                 print(hint, file=sys.stderr)
         raise
     finally:
         held.release()
-        mlflow_tracking.discard_prewarmed()
+        discard_prewarmed()

@@ -2,7 +2,7 @@
 
 ``on_multirun_start`` runs once in the launching process, before jobs fan out: it tells
 the jobs which keys are swept (their run names) and asks the configured tracker to open
-the sweep (``Tracker.begin_sweep``) with those keys as params; ``on_multirun_end`` closes
+the sweep (``Tracker.sweep.begin_sweep``) with those keys as params; ``on_multirun_end`` closes
 it and prints the jobs ranked (with any tracker, ``tracking=none`` too). Hydra reports a
 callback's exceptions as warnings, so this is best effort: if it fails, jobs still log,
 without a parent.
@@ -15,14 +15,14 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from harness.core.protocols import Tracker
+from harness.core.protocols import SweepTracker, Tracker
 
 
 class SweepTracking(Callback):
     """Open the tracker's parent run for a multirun; close it with the best child."""
 
     def __init__(self) -> None:
-        self._tracker: Tracker | None = None
+        self._sweep: SweepTracker | None = None
         self._stopped = False  # the tracker stopped the command before any job ran
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -46,6 +46,8 @@ class SweepTracking(Callback):
 
         with execution_whitelist(whitelist()):
             tracker: Tracker = instantiate(config.tracking, _convert_="all")
+        if tracker.sweep is None:  # a tracker without a sweep part: no parent run
+            return
         sweep_dir = str(config.hydra.sweep.dir)
         # unresolved: a credential-bearing override is a reference to its hidden value here
         task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
@@ -60,11 +62,11 @@ class SweepTracking(Callback):
             "sweep.params": reveal(redact(str(params)))[:5000],
         }
         try:
-            tracker.begin_sweep(sweep_dir, tags, swept)
+            tracker.sweep.begin_sweep(sweep_dir, tags, swept)
         except SystemExit:  # a store that cannot be used ends the command before any job
             self._stopped = True
             raise
-        self._tracker = tracker
+        self._sweep = tracker.sweep
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Write the sweep's report.html; record the best child run on the parent, close it;
@@ -87,9 +89,9 @@ class SweepTracking(Callback):
         objective = _objective(config)
         swept = swept_keys()
         os.environ.pop(SWEEP_KEYS_ENV, None)
-        tracker, self._tracker = self._tracker, None
-        if tracker is not None:
-            tracker.end_sweep(objective, len(failed_jobs(sweep_dir)))
+        sweep, self._sweep = self._sweep, None
+        if sweep is not None:
+            sweep.end_sweep(objective, len(failed_jobs(sweep_dir)))
         if not config.get("run", {}).get("quiet", False):
             from harness.report.console import read_jobs, render
 

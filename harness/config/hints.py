@@ -1,68 +1,10 @@
-"""Did-you-mean hints for a command line Hydra could not compose."""
+"""Did-you-mean hints for a command line Hydra could not compose, and notes on one it can."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
 from harness.core.trust import CONFIG_DIR
-
-
-class HeldStderr:
-    """Holds what is written to ``sys.stderr`` until ``release``, so that a did-you-mean
-    hint can lead Hydra's multi-line composition error instead of trailing it.
-
-    Installed while Hydra composes; released when the job starts (nothing is held during
-    a run) or when the command ends.
-    """
-
-    def __init__(self) -> None:
-        self.target: Any = sys.stderr
-        self.parts: list[str] = []
-        self.holding = True
-        sys.stderr = self
-
-    def write(self, text: str) -> int:
-        """Hold ``text`` (or pass it on, once released)."""
-        if self.holding:
-            self.parts.append(text)
-            return len(text)
-        return int(self.target.write(text))
-
-    def flush(self) -> None:
-        """Flush the real stream (nothing while holding)."""
-        if not self.holding:
-            self.target.flush()
-
-    def release(self, lead: str | None = None) -> None:
-        """Put the real stream back and write ``lead`` (a line), then what was held."""
-        if not self.holding:
-            return
-        self.holding = False
-        if sys.stderr is self:
-            sys.stderr = self.target
-        self.target.write((f"{lead}\n" if lead else "") + "".join(self.parts))
-        self.target.flush()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.target, name)
-
-
-#: The hold of this command, if any (``hold_stderr``).
-_held: list[HeldStderr] = []
-
-
-def hold_stderr() -> HeldStderr:
-    """Start holding stderr (see ``HeldStderr``)."""
-    _held[:] = [HeldStderr()]
-    return _held[0]
-
-
-def release_stderr() -> None:
-    """Stop holding stderr, writing what was held (a job starts: Hydra composed it)."""
-    while _held:
-        _held.pop().release()
 
 
 def sweep_note(args: list[str]) -> str | None:

@@ -89,9 +89,13 @@ class Retriever(Protocol):
     Attributes:
         needs_corpus: ``prepare`` must receive a corpus (the run stops with one clear
             line when the dataset has none).
+        searches: ``retrieve_batch`` searches (its calls are timed one query at a time);
+            ``False`` for one that passes the dataset's own chunks through. A class without
+            it searches (``SearchRetriever`` and the in-tree bases declare it).
     """
 
     needs_corpus: bool
+    searches: bool
 
     def prepare(self, corpus: Corpus | None) -> None:
         """Called once before the first ``retrieve_batch``: build or load an index."""
@@ -177,14 +181,32 @@ class Judge(Protocol):
         ...
 
 
+class SweepTracker(Protocol):
+    """A tracker's optional sweep part: a sweep's parent run (``Tracker.sweep``)."""
+
+    def begin_sweep(
+        self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
+    ) -> None:
+        """Open a sweep's parent run, before its jobs start (``-m``); ``params``: the swept
+        keys and their values as given."""
+        ...
+
+    def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:
+        """Close the sweep's parent run, noting its best child by ``objective`` and how many
+        jobs failed (the parent is then FAILED)."""
+        ...
+
+
 class Tracker(Protocol):
     """Records runs (``tracking`` group). ``begin`` may start work in the background.
 
     Attributes:
         keeps_artifacts: Files attached to a record are stored (plots are drawn only then).
+        sweep: Its sweep part (a parent run per sweep), or ``None`` when it has none.
     """
 
     keeps_artifacts: bool
+    sweep: SweepTracker | None
 
     @staticmethod
     def prewarm() -> None:
@@ -212,18 +234,6 @@ class Tracker(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """Non-secret settings, for the summary."""
-        ...
-
-    def begin_sweep(
-        self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
-    ) -> None:
-        """Open a sweep's parent run, before its jobs start (``-m``); ``params``: the swept
-        keys and their values as given."""
-        ...
-
-    def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:
-        """Close the sweep's parent run, noting its best child by ``objective`` and how many
-        jobs failed (the parent is then FAILED)."""
         ...
 
 
@@ -269,6 +279,7 @@ __all__ = [
     "Metric",
     "OnDone",
     "Retriever",
+    "SweepTracker",
     "Task",
     "Tracker",
 ]

@@ -33,7 +33,7 @@ class JudgedMetric(BaseMetric):
     def __init__(
         self, name: str, judge: Judge, prompt: PromptTemplate, mode: str, eps: float, soft: bool
     ) -> None:
-        if judge is None or not isinstance(prompt, PromptTemplate):
+        if judge is None or prompt is None:
             raise ConfigError(f"metric {name}: needs a judge and a prompt")
         if prompt.mode != mode:
             raise ConfigError(

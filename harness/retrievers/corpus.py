@@ -42,6 +42,7 @@ class CorpusRetriever(ABC):
     """
 
     needs_corpus: bool = True
+    searches: bool = True
     kind: str = "corpus"
 
     def __init__(self, top_k: int, chunk_size: int | None, chunk_overlap: int) -> None:

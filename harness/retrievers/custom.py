@@ -33,6 +33,13 @@ def conforming(built: Any, target: str) -> Retriever:
                 f"retriever._target_: {target} made an object whose needs_corpus is "
                 f"{built.needs_corpus!r}; expected True or False"
             )
+        if not isinstance(getattr(built, "searches", True), bool):
+            raise ConfigError(
+                f"retriever._target_: {target} made an object whose searches is "
+                f"{built.searches!r}; expected True or False"
+            )
+        if not hasattr(built, "searches"):  # declared by the class, else it searches
+            built.searches = True
         retriever: Retriever = built
         return retriever
     if callable(getattr(built, "search", None)):

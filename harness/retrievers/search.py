@@ -87,6 +87,7 @@ class SearchRetriever(ABC):
     """
 
     needs_corpus: bool = False
+    searches: bool = True
 
     def __init__(self, top_k: Annotated[int, Range(ge=1)] | None = None) -> None:
         self.top_k = check_optional_top_k(top_k)

@@ -47,6 +47,7 @@ class Timed:
         self.inner = inner
         self.per_call = per_call
         self.needs_corpus = inner.needs_corpus
+        self.searches = inner.searches
         self.prepare_s: float | None = None
         self.latencies = array("d")  # seconds per call
         self.searched = 0.0  # seconds in calls since ``mark``

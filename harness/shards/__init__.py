@@ -170,6 +170,7 @@ class Prepared:
 
     def __init__(self, described: dict[str, Any], needs_corpus: bool) -> None:
         self.described, self.needs_corpus = described, needs_corpus
+        self.searches = True
 
     def prepare(self, corpus: Any) -> None:
         """Done by the shards."""

@@ -221,14 +221,11 @@ def _progress(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], N
 
 
 def timed_retriever(parts: Parts) -> Timed:
-    """The run's retriever, timed (``harness.run.timing``); ``precomputed`` searches nothing."""
-    from harness.retrievers.precomputed import Precomputed
-
+    """The run's retriever, timed (``harness.run.timing``) when it searches."""
     inner = parts.retriever
     if isinstance(inner, Timed):
         return inner
-    return Timed(inner, None if isinstance(inner, Precomputed) else
-                 parts.settings.retrieval_batch_size)
+    return Timed(inner, parts.settings.retrieval_batch_size if inner.searches else None)
 
 
 def prepare_retriever(parts: Parts) -> None:

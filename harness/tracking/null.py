@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.core.protocols import SweepTracker
 from harness.core.types import RunRecord, Status, TrackedRun
 
 __all__ = ["NullTracker", "RunRecord", "Status", "TrackedRun"]
@@ -13,6 +14,7 @@ class NullTracker:
     """``tracking=none``: log nothing (``summary.json`` and ``samples.jsonl`` are still written)."""
 
     keeps_artifacts = False
+    sweep: SweepTracker | None = None  # no sweep part: no parent run
 
     @staticmethod
     def prewarm() -> None:
@@ -38,11 +40,3 @@ class NullTracker:
     def describe(self) -> dict[str, Any]:
         """No settings."""
         return {"backend": "none"}
-
-    def begin_sweep(
-        self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
-    ) -> None:
-        """No parent run."""
-
-    def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:
-        """No parent run."""

@@ -70,8 +70,7 @@ class MlflowTracker:
         self.background = background
         self._proc: subprocess.Popen[str] | None = None
         self._pending: tuple[str, dict[str, str]] | None = None
-        self._parent: str | None = None
-        self._sweep_dir: str | None = None
+        self.sweep = MlflowSweep(tracking_uri, experiment)
 
     keeps_artifacts = True
 
@@ -169,6 +168,15 @@ class MlflowTracker:
         if self._proc is not None:
             proc, self._proc = self._proc, None
             proc.communicate(json.dumps({"abort": status}) + "\n")
+
+
+class MlflowSweep:
+    """The sweep part of ``MlflowTracker`` (``Tracker.sweep``): one parent run per sweep."""
+
+    def __init__(self, tracking_uri: str, experiment: str) -> None:
+        self.tracking_uri, self.experiment = tracking_uri, experiment
+        self._parent: str | None = None
+        self._sweep_dir: str | None = None
 
     def begin_sweep(
         self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
