@@ -94,7 +94,7 @@ def evaluate(
         job = Job(job_config(cfg), out_dir, choices, f"api metric={metric}",
                   build=lambda group: instantiate(cfg, group))
         try:
-            summary, _ = parts.task.run(parts, job)
+            summary = parts.task.run(parts, job)[0].as_json()
         finally:
             parts.close()
         text = (out_dir / "samples.jsonl").read_text("utf-8")

@@ -310,7 +310,8 @@ def test_python_api_takes_a_trusted_retriever(own: tuple[Path, str]) -> None:
 
 
 def test_nested_parts_metrics_and_index_facts_are_summed() -> None:
-    from harness.run.timing import index_facts, latency_line, retriever_metrics
+    from harness.core.described import index_facts, retriever_metrics
+    from harness.run.timing import latency_line
 
     hybrid = {"kind": "hybrid", "metrics": {"fused": 2},
               "retrievers": [{"kind": "bm25", "index": {"build_seconds": 1.0, "bytes": 100,

@@ -156,7 +156,7 @@ def check_objective(run: RunSettings) -> None:
     trial): the run's metrics, the retrieval metrics at ``run.retrieval_ks``, the timing
     metrics, ``judge/<counter>`` or ``retriever/<name>``."""
     from harness.core.objectives import parse
-    from harness.run.timing import TIMING_METRICS
+    from harness.core.summary import TIMING_METRICS
 
     names = set(RUN_METRICS) | set(TIMING_METRICS)
     for k in run.retrieval_ks:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from harness.core.settings import Job, JobValue, RunSettings
+from harness.core.summary import Summary
 from harness.core.types import (
     Completion,
     Corpus,
@@ -244,12 +245,14 @@ class Task(Protocol):
         name: The task's name.
         unused_groups: Config groups whose choice does not affect this task (left out of
             the run's tags and name).
+        shardable: Its samples may be scored by parallel workers (``run.shards``).
     """
 
     name: str
     unused_groups: tuple[str, ...]
+    shardable: bool
 
-    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], JobValue]:
+    def run(self, parts: Parts, job: Job) -> tuple[Summary, JobValue]:
         """Do the work, write and log it; return the summary and ``run.objective``'s value
         (NaN when it has none; one per objective when ``run.objective`` is a list)."""
         ...

@@ -12,7 +12,10 @@ from typing import Any
 from harness.core.objectives import Objective, pareto_front, parse, sort_key
 from harness.core.redact import redact
 from harness.core.secrets import reveal
+from harness.core.settings import Job
+from harness.core.summary import RunSummary
 from harness.core.types import TrackedRun
+from harness.run.timing import latency_line
 from harness.tracking.sweep import parent_run_id, rank_key
 
 
@@ -30,20 +33,14 @@ class JobResult:
     pareto: bool = False
 
 
-def objective_value(summary: dict[str, Any], objective: str) -> float | None:
-    """The logged metric ``objective`` from a ``summary.json`` (``mean``, ``ndcg_at_10``,
+def objective_value(summary: RunSummary, objective: str) -> float | None:
+    """The logged metric ``objective`` of a run (``mean``, ``ndcg_at_10``,
     ``retrieval_p95_ms``, ``judge/requests``, ``retriever/ann_recall``, …), or ``None``."""
-    places = [summary, summary.get("retrieval") or {}, summary.get("timing") or {}]
-    name = objective
-    if objective.startswith("judge/"):
-        places, name = [summary.get("judge") or {}], objective.removeprefix("judge/")
-    elif objective.startswith("retriever/"):
-        places = [(summary.get("retriever") or {}).get("metrics") or {}]
-        name = objective.removeprefix("retriever/")
-    for place in places:
-        value = place.get(name) if isinstance(place, dict) else None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+    value = summary.metrics().get(objective)
+    if value is None and objective in summary.timing:
+        value = summary.timing[objective]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
     return None
 
 
@@ -73,15 +70,15 @@ def read_jobs(sweep_dir: Path, objective: str) -> list[JobResult]:
         job = JobResult(int(num) if isinstance(num, int) else None,
                         [str(o) for o in overrides or []], folder)
         try:
-            summary = json.loads((folder / "summary.json").read_text("utf-8"))
+            data = json.loads((folder / "summary.json").read_text("utf-8"))
         except (OSError, ValueError):
             error = folder / FAILED
             job.error = error.read_text("utf-8").strip() if error.is_file() else "no summary.json"
         else:
+            summary = RunSummary.from_json(data)
             job.values = tuple(objective_value(summary, o.name) for o in objectives)
             job.value = job.values[0]
-            unscored = summary.get("n_unscored")
-            job.n_unscored = float(unscored) if isinstance(unscored, int | float) else None
+            job.n_unscored = float(summary.n_unscored)
         jobs.append(job)
     if len(objectives) > 1:
         for i in pareto_front([j.values for j in jobs], objectives):
@@ -152,11 +149,101 @@ def _words(objectives: list[Objective]) -> str:
     return ", ".join(f"{o.name} ({'max' if o.maximize else 'min'})" for o in objectives)
 
 
-def job_line(num: int | None, name: str, summary: dict[str, Any], out_dir: Path,
+def job_line(num: int | None, name: str, summary: RunSummary, out_dir: Path,
              tracked: TrackedRun | None = None) -> str:
     """A sweep job's one-line summary (parallel jobs' full summaries would interleave)."""
-    mean = summary.get("mean")
+    mean = summary.mean
     shown = "n/a" if mean is None else f"{mean:.4f}"
     run = f", mlflow run {tracked.run_id}" if tracked is not None else ""
-    return (f"job {num} {name}: mean {shown}, {summary.get('n_scored')} / "
-            f"{summary.get('n_samples')} scored, outputs in {out_dir}{run}")
+    return (f"job {num} {name}: mean {shown}, {summary.n_scored} / "
+            f"{summary.n_samples} scored, outputs in {out_dir}{run}")
+
+
+def per_second(rate: float) -> str:
+    """A rate with 3 significant figures (all the digits of a whole number above 100)."""
+    return f"{rate:,.0f}" if abs(rate) >= 100 else f"{rate:.3g}"
+
+
+def print_summary(summary: RunSummary, job: Job, quiet: bool,
+                  tracked: TrackedRun | None) -> None:
+    """The end of a run on the console: its table, or one line for a sweep's job (the
+    sweep's summary comes at the end)."""
+    if quiet:
+        return
+    if job.multirun:
+        print(job_line(job.job_num, job.run_name, summary, job.out_dir, tracked))
+    else:
+        print(render_summary(summary, tracked))
+
+
+def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
+    """The table printed at the end of a run."""
+    mean = summary.mean
+    rows = [
+        ("metric", summary.metric),
+        ("dataset", f"{summary.options.get('dataset', '?')} ({summary.dataset.get('path')})"),
+        ("mean", "n/a (nothing scored)" if mean is None else f"{mean:.4f}"),
+        ("scored", f"{summary.n_scored} / {summary.n_samples}"),
+    ]
+    for reason, count in summary.unscored_reasons.items():
+        rows.append(("unscored", f"{count} × {reason}"))
+    if summary.success is not None:
+        rows.append(("success rate", f"{summary.success:.1%}"))
+    retrieval = summary.retrieval
+    if retrieval:
+        rows.append((
+            "retrieval",
+            "  ".join(f"{k} {v:.4f}" for k, v in retrieval.items() if k != "n_queries")
+            + f"  ({retrieval['n_queries']} queries)",
+        ))
+    cut = summary.retrieval_cutoffs or {}
+    if cut.get("dropped"):
+        rows.append(("cut-offs", f"{', '.join(cut['dropped'])} not logged: above the "
+                                 f"retrieval depth {cut['depth']} "
+                                 "(run.retrieval_beyond_depth=true logs them)"))
+    if cut.get("logged"):
+        rows.append(("cut-offs", f"{', '.join(cut['logged'])} above the retrieval depth "
+                                 f"{cut['depth']}: scored as if padded with non-relevant chunks"))
+    gate = summary.gate
+    if gate:
+        rows.append(("gate", f"run.fail_under={gate['fail_under']}: "
+                             f"{'passed' if gate['passed'] else 'FAILED'}"))
+    judge = None if summary.judge is None else {**summary.judge, **summary.judge_stats}
+    if judge:
+        cost = f", ~${judge['cost_usd']:.4f}" if judge.get("cost_usd") else ""
+        if "cost_usd" in judge and judge["cost_usd"] is None:
+            why = judge.get("cost_unknown")
+            cost = ", cost unknown" + (f" ({why})" if why else "")
+        served = judge.get("served_model")
+        shown = judge["model"] if not served or served == judge["model"] else (
+            f"{judge['model']} (served: {served})")
+        rows.append(("judge", f"{shown}: {judge_line(judge)}{cost}"))
+    rate = summary.samples_per_s
+    per_s = f" ({per_second(rate)} samples/s)" if rate else ""
+    rows.append(("time", f"{summary.duration_s:.3f} s" + per_s))
+    latency = latency_line(summary.timing)
+    if latency:
+        rows.append(("latency", latency))
+    rows.append(("outputs", summary.output_dir))
+    if tracked is not None:
+        rows.append(("mlflow run", f"{tracked.run_id} (experiment {tracked.experiment_id})"))
+        rows.append(("mlflow store", summary.tracking["tracking_uri"]))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def judge_line(judge: dict[str, Any]) -> str:
+    """What the judge did: requests sent and answers taken from the verdict cache (a fully
+    cached run says "15 answers from the cache", never "0 requests")."""
+    hits = judge.get("cache_hits") or 0
+    cached = f"{hits:,} answers from the cache"
+    if not judge["requests"] and hits:
+        saved = judge.get("saved_prompt_tokens", 0) + judge.get("saved_completion_tokens", 0)
+        return f"{cached}, no requests sent ({saved:,} tokens saved)"
+    return (
+        f"{judge['requests']:,} requests ({judge['retries']} retried, "
+        f"{judge['parse_failures']} unusable, {judge['failures']} failed)"
+        + (f", {cached}" if hits else "")
+        + f", {judge['prompt_tokens']:,} prompt tokens ({judge['cached_prompt_tokens']:,} "
+        f"cached), {judge['completion_tokens']:,} completion tokens"
+    )

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.core.summary import RunSummary
 from harness.report.templates import RUN, SCRIPT, STYLE
 from harness.run.timing import latency_line
 
@@ -44,24 +45,23 @@ def data_uri(path: Path) -> str:
 
 
 def run_html(
-    summary: dict[str, Any], rows: list[tuple[int, dict[str, Any]]], plots: Iterable[Path]
+    summary: RunSummary, rows: list[tuple[int, dict[str, Any]]], plots: Iterable[Path]
 ) -> str:
     """The report of one run: ``rows`` are ``(position, samples.jsonl row)`` pairs."""
     by_name = {p.name: p for p in plots}
     shown = [(name, alt, data_uri(by_name[name])) for name, alt in PLOTS.items() if name in by_name]
-    n = summary["n_samples"]
+    n = summary.n_samples
     note = (f"All {n:,} samples." if len(rows) == n else
             f"{len(rows):,} of {n:,} samples: evenly spaced over the run, with up to 200 of "
             f"its unscored ones; samples.jsonl has them all.")
-    options = summary.get("options", {})
     return render(
         RUN,
-        title=f"{summary['metric']} on {options.get('dataset', '?')}",
-        subtitle=(f"harness {summary.get('harness_version', '?')} · {summary.get('output_dir')}"
+        title=f"{summary.metric} on {summary.options.get('dataset', '?')}",
+        subtitle=(f"harness {summary.harness_version or '?'} · {summary.output_dir}"
                   f" · report written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"),
         facts=facts(summary),
         plots=shown,
-        no_plots=NO_PLOTS.format(dir=summary.get("output_dir", "RUN_DIR")),
+        no_plots=NO_PLOTS.format(dir=summary.output_dir or "RUN_DIR"),
         rows_note=note,
         rows=[sample_view(position, row) for position, row in rows],
     )
@@ -75,35 +75,34 @@ def _number(value: Any, digits: int = 4) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:.{digits}f}"
 
 
-def facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def facts(summary: RunSummary) -> list[tuple[str, str]]:
     """The summary table: what ran, on what, and the headline numbers."""
-    mean = summary.get("mean")
-    dataset = summary.get("dataset", {})
-    options = summary.get("options", {})
+    mean = summary.mean
+    dataset, options = summary.dataset, summary.options
     out = [
-        ("metric", str(summary["metric"])),
+        ("metric", str(summary.metric)),
         ("dataset", f"{options.get('dataset', '?')} ({dataset.get('path')})"),
         ("mean", "n/a (nothing scored)" if mean is None else _number(mean)),
-        ("scored", f"{summary['n_scored']:,} of {summary['n_samples']:,}"),
+        ("scored", f"{summary.n_scored:,} of {summary.n_samples:,}"),
     ]
-    for reason, count in summary.get("unscored_reasons", {}).items():
+    for reason, count in summary.unscored_reasons.items():
         out.append(("unscored", f"{count:,} × {reason}"))
-    if summary.get("success_rate") is not None:
-        out.append(("success rate", f"{summary['success_rate']:.1%}"))
-    retrieval = summary.get("retrieval") or {}
+    if summary.success is not None:
+        out.append(("success rate", f"{summary.success:.1%}"))
+    retrieval = summary.retrieval or {}
     if retrieval:
         out.append(("retrieval", "  ".join(
             f"{k} {_number(v)}" for k, v in retrieval.items() if k != "n_queries"
         ) + f"  ({retrieval.get('n_queries', 0):,} queries)"))
-    judge = summary.get("judge")
+    judge = None if summary.judge is None else {**summary.judge, **summary.judge_stats}
     if judge:
         out.append(("judge", f"{judge.get('model')} ({judge.get('requests', 0):,} requests)"))
-    if "prompt" in summary:
-        out.append(("prompt", str(summary["prompt"].get("version"))))
+    if summary.prompt is not None:
+        out.append(("prompt", str(summary.prompt.get("version"))))
     out.append(("options", " ".join(f"{k}={v}" for k, v in options.items())))
     out.append(("dataset sha256", str(dataset.get("sha256"))))
-    out.append(("time", f"{summary.get('duration_s', 0):.3f} s"))
-    latency = latency_line(summary.get("timing") or {})
+    out.append(("time", f"{summary.duration_s:.3f} s"))
+    latency = latency_line(summary.timing)
     if latency:
         out.append(("latency", latency))
     return out

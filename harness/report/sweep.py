@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.core.errors import ConfigError
 from harness.core.objectives import parse
+from harness.core.summary import RunSummary
 from harness.report.html import render
 from harness.report.templates import SWEEP
 from harness.report.write import REPORT, write_html
@@ -26,7 +27,7 @@ class SweepJob:
     """One job folder of a sweep."""
 
     name: str
-    summary: dict[str, Any]
+    summary: RunSummary
     params: dict[str, str] = field(default_factory=dict)
     report: str | None = None
 
@@ -39,7 +40,7 @@ class SweepJob:
     def rank_fields(self, objective: str) -> tuple[float | None, float | None, int | None]:
         """What ranks it (``harness.tracking.sweep.rank_key``)."""
         num = int(self.name) if self.name.isdigit() else None
-        return self.value(objective), float(self.summary.get("n_unscored", 0)), num
+        return self.value(objective), float(self.summary.n_unscored), num
 
 
 def _overrides(job_dir: Path) -> dict[str, str]:
@@ -58,8 +59,8 @@ def load_jobs(sweep_dir: Path) -> list[SweepJob]:
     jobs = []
     for path in sorted(sweep_dir.glob("*/summary.json"), key=lambda p: _order(p.parent.name)):
         try:
-            summary = json.loads(path.read_text("utf-8"))
-        except ValueError as e:
+            summary = RunSummary.from_json(json.loads(path.read_text("utf-8")))
+        except (ValueError, TypeError) as e:
             raise ConfigError(f"{path} is not valid JSON ({e})") from None
         report = path.parent / REPORT
         jobs.append(SweepJob(path.parent.name, summary, _overrides(path.parent),
@@ -89,7 +90,7 @@ def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
     if not jobs:
         raise ConfigError(f"{sweep_dir} holds no job folder with a summary.json: is it a "
                           "sweep's folder (multirun/DATE/TIME)?")
-    first = parse((jobs[0].summary.get("config") or {}).get("run", {}).get("objective", "mean"))[0]
+    first = parse(jobs[0].summary.config.get("run", {}).get("objective", "mean"))[0]
     objective = first.name
     params = varied(jobs)
     order = ranked(jobs, lambda j: j.rank_fields(objective), maximize=first.maximize)
@@ -100,8 +101,8 @@ def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
 
     rows = [{
         "name": j.name, "params": j.params, "objective": fmt(j.value(objective)),
-        "mean": fmt(j.summary.get("mean")), "n_scored": f"{j.summary.get('n_scored', 0):,}",
-        "n_unscored": f"{j.summary.get('n_unscored', 0):,}", "report": j.report,
+        "mean": fmt(j.summary.mean), "n_scored": f"{j.summary.n_scored:,}",
+        "n_unscored": f"{j.summary.n_unscored:,}", "report": j.report,
     } for j in order]
     html = render(
         SWEEP,

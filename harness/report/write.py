@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ConfigError
+from harness.core.summary import RunSummary
 from harness.core.types import SampleResult
 from harness.report.html import read_rows, run_html
 
@@ -31,7 +32,7 @@ def write_html(path: Path, html: str) -> Path:
     return path
 
 
-def write_run_report(out_dir: Path, summary: dict[str, Any], tally: Any,
+def write_run_report(out_dir: Path, summary: RunSummary, tally: Any,
                      plots: list[Path]) -> Path:
     """``out_dir/report.html`` of a run that just finished scoring."""
     return write_html(out_dir / REPORT, run_html(summary, kept_rows(tally), plots))
@@ -56,18 +57,18 @@ def rebuild_run(run_dir: Path, out: Path | None = None, plots_dir: Path | None =
         if not path.is_file():
             raise ConfigError(f"{path} does not exist: is {run_dir} a run's output folder?")
     try:
-        summary = json.loads(summary_path.read_text("utf-8"))
-        tally = Tally(str(summary["metric"]))
+        summary = RunSummary.from_json(json.loads(summary_path.read_text("utf-8")))
+        tally = Tally(summary.metric)
         for row in read_rows(rows_path):
             tally.record(result_of(row), row)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ConfigError(f"{run_dir}: summary.json or samples.jsonl is not a harness "
                           f"run's ({type(e).__name__}: {e})") from None
-    plots = write_plots(tally, str(summary["metric"]), plots_dir or run_dir / "plots")
+    plots = write_plots(tally, summary.metric, plots_dir or run_dir / "plots")
     return write_html(out or run_dir / REPORT, run_html(summary, kept_rows(tally), plots))
 
 
-def report_of_run(out_dir: Path, summary: dict[str, Any], tally: Any,
+def report_of_run(out_dir: Path, summary: RunSummary, tally: Any,
                   plots: list[Path]) -> list[Path]:
     """``[report.html]`` of a run that just finished scoring, or ``[]`` (with a warning on
     stderr) if it could not be written: a report never fails a run that scored."""

@@ -1,10 +1,9 @@
-"""The run record path every task shares: tags, the tracked run's fate on failure, the
-files written beside the rows, and the ``RunRecord`` handed to the tracker."""
+"""The run record path every task shares: the tracked run's fate on failure (``tracked``),
+then the task's output writers and the ``RunRecord`` handed to the tracker (``finish``)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,10 @@ from harness.core.errors import HarnessError, JudgeUnavailable
 from harness.core.protocols import Parts
 from harness.core.redact import redact, redact_tree
 from harness.core.settings import Job
+from harness.core.summary import Summary
 from harness.core.types import RunRecord, Status, TrackedRun
-from harness.run.outputs import OutputError, write_json, write_text
+from harness.run.outputs import OutputError
+from harness.run.outputs.writers import Finished, OutputWriter
 
 
 def base_tags(job: Job) -> dict[str, str]:
@@ -26,19 +27,6 @@ def base_tags(job: Job) -> dict[str, str]:
         tags["hydra.overrides"] = job.overrides
     if job.multirun:
         tags["hydra.sweep_dir"], tags["hydra.job_num"] = str(job.sweep_dir), str(job.job_num)
-    return tags
-
-
-def judge_tags(judge: dict[str, Any]) -> dict[str, str]:
-    """Tags naming the model that answered: ``judge.served_model`` (and ``judge.model_path``,
-    ``judge.digest``, ``judge.reply_models`` where the server said), ``judge.cost`` when the
-    cost is unknown."""
-    tags = {f"judge.{k}": str(judge[k]) for k in ("served_model", "model_path", "digest")
-            if judge.get(k) is not None}
-    if judge.get("reply_models"):
-        tags["judge.reply_models"] = ", ".join(judge["reply_models"])
-    if judge.get("cost_unknown"):
-        tags["judge.cost"] = f"unknown ({judge['cost_unknown']})"
     return tags
 
 
@@ -70,58 +58,29 @@ def tracked(
         raise
 
 
-def write_config(job: Job) -> Path:
-    """``config.yaml``: the resolved config the job ran with (no ``hydra`` node), without
-    credentials."""
-    from omegaconf import OmegaConf
-
-    return write_text(job.out_dir / "config.yaml", OmegaConf.to_yaml(redact_tree(job.config)))
-
-
-def flatten(tree: Any, prefix: str = "", elsewhere: Collection[str] = ()) -> dict[str, str]:
-    """Flatten nested config into ``{"a.b": "value"}`` strings.
-
-    ``_target_`` keys are skipped, and so are nested components named in ``elsewhere``
-    (logged under their own group, as a metric's ``judge``); other nested components (a
-    hybrid's parts, a rerank stage) are flattened under their path.
-    """
-    out: dict[str, str] = {}
-    if isinstance(tree, dict):
-        for key, value in tree.items():
-            if key == "_target_" or (
-                prefix and key in elsewhere and isinstance(value, dict) and "_target_" in value
-            ):
-                continue
-            out.update(flatten(value, f"{prefix}{key}.", elsewhere))
-    elif isinstance(tree, list):
-        out[prefix[:-1]] = json.dumps(tree)
-    else:
-        out[prefix[:-1]] = "null" if tree is None else str(tree)
-    return out
-
-
 def finish(
     parts: Parts,
     job: Job,
-    summary: dict[str, Any],
+    summary: Summary,
+    writers: Sequence[OutputWriter],
     *,
     rows: Path,
-    params: dict[str, str],
-    metrics: dict[str, Any],
-    tags: dict[str, str],
-    artifacts: list[Path],
+    tally: Any = None,
     status: Status = "FINISHED",
 ) -> TrackedRun | None:
-    """Write ``summary.json`` and ``config.yaml``, then log the run: params, the metrics
-    that have a value, tags, and ``config.yaml``, the ``rows`` file, ``summary.json`` and
-    ``artifacts`` attached in that order."""
-    config_path = write_config(job)
-    summary_path = write_json(job.out_dir / "summary.json", summary)
+    """The one record path of every task: run the task's output ``writers`` (``config.yaml``,
+    the ``rows``, ``summary.json``, ...), then log the run: the summary's params, its
+    metrics that have a value, the job's tags and the summary's, and the files written, in
+    the writers' order."""
+    done = Finished(job, summary, rows, parts.metric, tally, parts.tracker.keeps_artifacts,
+                    parts.settings.report)
+    for writer in writers:
+        done.written += writer.write(done)
     record = RunRecord(
-        params=redact_tree(params),
-        metrics={k: float(v) for k, v in metrics.items() if v is not None},
-        tags=redact_tree(tags),
-        artifacts=[str(config_path), str(rows), str(summary_path), *map(str, artifacts)],
+        params=redact_tree(summary.params()),
+        metrics={k: float(v) for k, v in summary.metrics().items() if v is not None},
+        tags=redact_tree({**base_tags(job), **summary.tags()}),
+        artifacts=[str(p) for p in done.written],
         status=status,
     )
     return parts.tracker.finish(record)

@@ -13,25 +13,12 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.core.described import index_facts
 from harness.core.protocols import Retriever
 from harness.core.types import Corpus, RagSample
-
-#: The timing metrics a run logs (MLflow metrics and ``summary.json``'s ``timing``).
-TIMING_METRICS = (
-    "retrieval_p50_ms",
-    "retrieval_p95_ms",
-    "retrieval_max_ms",
-    "retrieval_mean_ms",
-    "retrieval_first_ms",
-    "prepare_s",
-    "index_build_s",
-    "index_bytes",
-    "scoring_s",
-    "judge_s",
-)
 
 
 class Timed:
@@ -118,59 +105,6 @@ class Timed:
         if judged:
             out["judge_s"] = out["scoring_s"]
         return out
-
-
-def index_facts(described: Mapping[str, Any]) -> tuple[float | None, int | None]:
-    """Build seconds and bytes summed over every ``index`` mapping in ``described``."""
-    build: float | None = None
-    size: int | None = None
-    for index in _indexes(described):
-        seconds = index.get("build_seconds", index.get("seconds"))
-        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
-            build = (build or 0.0) + float(seconds)
-        nbytes = index.get("bytes")
-        if isinstance(nbytes, int) and not isinstance(nbytes, bool):
-            size = (size or 0) + nbytes
-    return build, size
-
-
-def _indexes(node: Any) -> Iterator[Mapping[str, Any]]:
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            if key == "index" and isinstance(value, Mapping):
-                yield value
-            else:
-                yield from _indexes(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _indexes(value)
-
-
-def retriever_metrics(described: Mapping[str, Any]) -> dict[str, float]:
-    """The retriever's own numbers (``describe()["metrics"]``) as ``retriever/<name>``; a
-    part's (a hybrid's dense part, a rerank stage) as ``retriever/<kind>/<name>``."""
-    out: dict[str, float] = {}
-
-    def walk(node: Any, prefix: str) -> None:
-        if isinstance(node, list):
-            for value in node:
-                walk(value, prefix)
-            return
-        if not isinstance(node, Mapping):
-            return
-        if node is not described and isinstance(node.get("kind"), str):
-            prefix = f"retriever/{node['kind']}/"
-        found = node.get("metrics")
-        if isinstance(found, Mapping):
-            for k, v in found.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    out[f"{prefix}{k}"] = float(v)
-        for key, value in node.items():
-            if key != "metrics":
-                walk(value, prefix)
-
-    walk(described, "retriever/")
-    return out
 
 
 def latency_line(timing: Mapping[str, Any]) -> str | None:

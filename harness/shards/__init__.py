@@ -89,7 +89,7 @@ class ShardedEvaluate(Evaluate):
 def sharded(task: Task) -> Task:
     """``task`` scoring its samples in ``run.shards`` workers; a ``ConfigError`` for a task
     that cannot (``judge_agreement``)."""
-    if not isinstance(task, Evaluate):
+    if not task.shardable:
         raise ConfigError(
             f"run.shards: task {task.name} runs in one process; set run.shards=1 "
             "(task=evaluate shards its samples)"

@@ -80,7 +80,8 @@ class ShardWorker:
         from harness.config.build import instantiate, settings
         from harness.retrievers.custom import conforming
         from harness.run import loop as evaluation
-        from harness.tasks.evaluate import Evaluate, plan, score, timed_retriever
+        from harness.run.plan import plan, score, timed_retriever
+        from harness.tasks.evaluate import Evaluate
         from harness.tracking.null import NullTracker
 
         if os.getcwd() != self.cwd and os.path.isdir(self.cwd):

@@ -18,9 +18,11 @@ from harness.core.errors import ConfigError, JudgeError
 from harness.core.protocols import Judge, Parts
 from harness.core.redact import redact_tree
 from harness.core.settings import Job, JobValue
+from harness.core.summary import AgreementSummary
 from harness.core.types import JudgeRequest
+from harness.report.writers import AGREEMENT
 from harness.run.outputs import write_text
-from harness.run.record import base_tags, finish, judge_tags, tracked
+from harness.run.record import base_tags, finish, tracked
 from harness.tasks.agreement.stats import Pair, agreement, pairs_from
 
 Outcome = tuple[int, str] | str
@@ -35,7 +37,8 @@ class JudgeAgreement:
         min_grade: The lowest human grade counted as relevant (null: the dataset's).
     """
 
-    unused_groups = ("metric",)
+    unused_groups: tuple[str, ...] = ("metric",)
+    shardable = False  # one judge, one process: its calls are concurrent already
 
     def __init__(
         self,
@@ -49,11 +52,8 @@ class JudgeAgreement:
             )
         self.name, self.pairs_per_query, self.min_grade = name, pairs_per_query, min_grade
 
-    def run(self, parts: Parts, job: Job) -> tuple[dict[str, Any], JobValue]:
+    def run(self, parts: Parts, job: Job) -> tuple[AgreementSummary, JobValue]:
         """Judge every sampled pair, compare, write, log; return kappa as the objective."""
-        from harness.core.aio import LoopThread
-        from harness.judges.replies import parse
-
         corpus = parts.dataset.corpus()
         if corpus is None:
             raise ConfigError(
@@ -63,68 +63,27 @@ class JudgeAgreement:
         if prompt.mode != "pointwise":
             raise ConfigError("task=judge_agreement needs a judge and a pointwise prompt")
         min_grade = self.min_grade if self.min_grade is not None else parts.dataset.min_grade
-        docs = {d.id: d for d in corpus.documents}
         samples = list(parts.dataset.samples(parts.settings.limit))
+        docs = {d.id: d for d in corpus.documents}
         pairs = pairs_from(samples, docs, self.pairs_per_query, parts.settings.seed)
-        loop = LoopThread()
-
-        async def one(pair: Pair) -> Outcome:
-            messages = prompt.messages(question=pair.question, answer="", context=pair.passage)
-            try:
-                request = JudgeRequest(messages, "pointwise", prompt_sha=prompt.sha256,
-                                       variant="judge_agreement")
-                return await judge.ask(request, lambda c: parse.pointwise(c.content))
-            except JudgeError as e:
-                return str(e)
-
-        async def everything() -> list[Outcome]:
-            return list(await asyncio.gather(*(one(p) for p in pairs)))
-
-        tags = {**base_tags(job), "prompt.sha256": prompt.sha256, "task": "judge_agreement"}
         rows_path = job.out_dir / "agreement.jsonl"
-        try:
-            with tracked(parts, job, tags, lambda: rows_path.unlink(missing_ok=True)):
-                loop.run(judge.preflight())
-                outcomes = loop.run(everything())
-        finally:
-            loop.run(judge.aclose())
-            loop.close()
-        rows, human, judged, grades, failed = [], [], [], [], 0
-        for pair, outcome in zip(pairs, outcomes, strict=True):
-            row: dict[str, Any] = {"query_id": pair.query_id, "doc_id": pair.doc_id,
-                                   "grade": pair.grade, "human": int(pair.grade >= min_grade)}
-            if isinstance(outcome, str):
-                row.update(judge=None, error=outcome)
-                failed += 1
-            else:
-                row.update(judge=outcome[0], reason=outcome[1], error=None)
-                human.append(row["human"])
-                judged.append(outcome[0])
-                grades.append(pair.grade)
-            rows.append(row)
-        result = agreement(human, judged, grades)
-        stats = judge.stats.as_dict()
-        summary = {"task": "judge_agreement", "options": job.choices, "min_grade": min_grade,
-                   "unjudged_pairs": failed, **result, "judge": {**judge.describe(), **stats},
-                   "prompt": prompt.describe(), "harness_version": __version__}
-        tags.update(judge_tags(summary["judge"]))
+        tags = {**base_tags(job), "prompt.sha256": prompt.sha256, "task": "judge_agreement"}
+        with tracked(parts, job, tags, lambda: rows_path.unlink(missing_ok=True)):
+            outcomes = judge_all(judge, prompt, pairs)
+        rows, human, judged, grades = compared(pairs, outcomes, min_grade)
+        summary = AgreementSummary(
+            job.choices, min_grade, len(rows) - len(human), agreement(human, judged, grades),
+            judge.describe(), judge.stats.as_dict(), prompt.describe(), __version__,
+            self.pairs_per_query, dict(job.config.get("dataset", {})))
         write_text(rows_path, "".join(json.dumps(redact_tree(r)) + "\n" for r in rows))
-        names = ("pairs", "accuracy", "precision", "recall", "f1", "cohen_kappa")
-        metrics: dict[str, Any] = {k: result[k] for k in names}
-        metrics.update({f"judge/{k}": v for k, v in stats.items()})
-        params = {"task.pairs_per_query": str(self.pairs_per_query),
-                  "task.min_grade": str(min_grade), "judge.model": judge.model,
-                  "prompt.version": prompt.version}
-        params.update({f"dataset.{k}": str(v) for k, v in job.config.get("dataset", {}).items()
-                       if not str(k).startswith("_")})
-        finish(parts, job, summary, rows=rows_path, params=params, metrics=metrics, tags=tags,
-               artifacts=[])
+        finish(parts, job, summary, AGREEMENT, rows=rows_path)
         if not parts.settings.quiet:
+            result = summary.result
             print(f"  judge agreement over {result['pairs']} pairs: accuracy "
                   f"{_three(result['accuracy'])}, kappa {_three(result['cohen_kappa'])}, "
                   f"precision {_three(result['precision'])}, recall {_three(result['recall'])}")
             print(f"  outputs  {job.out_dir}")
-        return summary, float(result["cohen_kappa"])
+        return summary, float(summary.result["cohen_kappa"])
 
     @staticmethod
     def _judge_and_prompt(job: Job) -> tuple[Judge, Any]:
@@ -144,3 +103,50 @@ def _three(value: float | None) -> str:
     """A rate as the console shows it: 3 decimals ("n/a" when undefined, e.g. precision
     with no pair judged relevant); ``summary.json`` keeps full precision."""
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def judge_all(judge: Judge, prompt: Any, pairs: list[Pair]) -> list[Outcome]:
+    """The judge's verdict and reason for every pair (its error line when it failed for
+    good), after its preflight; the judge is closed after."""
+    from harness.core.aio import LoopThread
+    from harness.judges.replies import parse
+
+    async def one(pair: Pair) -> Outcome:
+        messages = prompt.messages(question=pair.question, answer="", context=pair.passage)
+        request = JudgeRequest(messages, "pointwise", prompt_sha=prompt.sha256,
+                               variant="judge_agreement")
+        try:
+            return await judge.ask(request, lambda c: parse.pointwise(c.content))
+        except JudgeError as e:
+            return str(e)
+
+    async def everything() -> list[Outcome]:
+        return list(await asyncio.gather(*(one(p) for p in pairs)))
+
+    loop = LoopThread()
+    try:
+        loop.run(judge.preflight())
+        return loop.run(everything())
+    finally:
+        loop.run(judge.aclose())
+        loop.close()
+
+
+def compared(
+    pairs: list[Pair], outcomes: list[Outcome], min_grade: float
+) -> tuple[list[dict[str, Any]], list[int], list[int], list[float]]:
+    """The rows of ``agreement.jsonl``, and the human label, verdict and grade of each pair
+    the judge answered."""
+    rows, human, judged, grades = [], [], [], []
+    for pair, outcome in zip(pairs, outcomes, strict=True):
+        row: dict[str, Any] = {"query_id": pair.query_id, "doc_id": pair.doc_id,
+                               "grade": pair.grade, "human": int(pair.grade >= min_grade)}
+        if isinstance(outcome, str):
+            row.update(judge=None, error=outcome)
+        else:
+            row.update(judge=outcome[0], reason=outcome[1], error=None)
+            human.append(row["human"])
+            judged.append(outcome[0])
+            grades.append(pair.grade)
+        rows.append(row)
+    return rows, human, judged, grades

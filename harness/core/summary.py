@@ -1,0 +1,258 @@
+"""What a finished job says about itself, typed: ``summary.json`` and the run's record.
+
+A task builds one summary (``RunSummary`` for ``task=evaluate``, ``AgreementSummary`` for
+``task=judge_agreement``); the one record path (``harness.run.record``) writes it as
+``summary.json`` (``as_json``) and logs its ``params``, ``metrics`` and ``tags``. Readers of
+``summary.json`` files (reports, sweep summaries) read them back with ``from_json``, which
+accepts the files of earlier versions (a section they lack is empty).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness.core.described import retriever_metrics
+
+#: Timing figures logged as MLflow metrics (``summary.timing``), when measured.
+TIMING_METRICS = (
+    "retrieval_p50_ms", "retrieval_p95_ms", "retrieval_max_ms", "retrieval_mean_ms",
+    "retrieval_first_ms", "prepare_s", "index_build_s", "index_bytes", "scoring_s", "judge_s",
+)
+
+
+class Summary(Protocol):
+    """What every task's summary gives the record path."""
+
+    def as_json(self) -> dict[str, Any]:
+        """``summary.json``."""
+        ...
+
+    def params(self) -> dict[str, str]:
+        """The MLflow params: the settings that decide the results."""
+        ...
+
+    def metrics(self) -> dict[str, float | None]:
+        """The MLflow metrics (``None``: no value, not logged)."""
+        ...
+
+    def tags(self) -> dict[str, str]:
+        """The task's own MLflow tags (the record path adds the job's)."""
+        ...
+
+
+def flatten(tree: Any, prefix: str = "", elsewhere: Collection[str] = ()) -> dict[str, str]:
+    """Flatten nested config into ``{"a.b": "value"}`` strings.
+
+    ``_target_`` keys are skipped, and so are nested components named in ``elsewhere``
+    (logged under their own group, as a metric's ``judge``); other nested components (a
+    hybrid's parts, a rerank stage) are flattened under their path.
+    """
+    out: dict[str, str] = {}
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            if key == "_target_" or (
+                prefix and key in elsewhere and isinstance(value, dict) and "_target_" in value
+            ):
+                continue
+            out.update(flatten(value, f"{prefix}{key}.", elsewhere))
+    elif isinstance(tree, list):
+        out[prefix[:-1]] = json.dumps(tree)
+    else:
+        out[prefix[:-1]] = "null" if tree is None else str(tree)
+    return out
+
+
+def judge_tags(judge: Mapping[str, Any] | None) -> dict[str, str]:
+    """Tags naming the model that answered: ``judge.served_model`` (and ``judge.model_path``,
+    ``judge.digest``, ``judge.reply_models`` where the server said), ``judge.cost`` when the
+    cost is unknown."""
+    if not judge:
+        return {}
+    tags = {f"judge.{k}": str(judge[k]) for k in ("served_model", "model_path", "digest")
+            if judge.get(k) is not None}
+    if judge.get("reply_models"):
+        tags["judge.reply_models"] = ", ".join(judge["reply_models"])
+    if judge.get("cost_unknown"):
+        tags["judge.cost"] = f"unknown ({judge['cost_unknown']})"
+    return tags
+
+
+#: A section ``summary.json`` holds only when it applies (``None``: not written).
+Section = dict[str, Any] | None
+
+
+@dataclass
+class RunSummary:
+    """``summary.json`` of ``task=evaluate``, in the order the file lists its keys."""
+
+    metric: str
+    mean: float | None = None
+    n_samples: int = 0
+    n_scored: int = 0
+    n_unscored: int = 0
+    unscored_reasons: dict[str, int] = field(default_factory=dict)
+    duration_s: float = 0.0
+    samples_per_s: float | None = None
+    #: Written when the metric counts successes (a hit at all); ``None`` inside: no sample.
+    success_rate: dict[str, float | None] | None = None
+    retrieval: Section = None  # recall/ndcg at the cut-offs, mrr, n_queries
+    retrieval_cutoffs: Section = None  # the retrieval's depth and the cut-offs above it
+    options: dict[str, str] = field(default_factory=dict)  # the option chosen per group
+    config: dict[str, Any] = field(default_factory=dict)  # the groups that decide the scores
+    dataset: dict[str, Any] = field(default_factory=dict)
+    retriever: dict[str, Any] = field(default_factory=dict)
+    judge: Section = None  # the judge's settings (LLM variants)
+    prompt: Section = None
+    described: dict[str, Any] = field(default_factory=dict)  # the metric's other provenance
+    tracking: dict[str, Any] = field(default_factory=dict)
+    harness_version: str = ""
+    output_dir: str = ""
+    timing: dict[str, Any] = field(default_factory=dict)
+    gate: Section = None  # run.fail_under and whether it passed
+    #: The judge's traffic counters (written inside ``judge``; logged as ``judge/<name>``).
+    judge_stats: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def success(self) -> float | None:
+        """The success rate, when counted."""
+        return None if self.success_rate is None else self.success_rate["value"]
+
+    def as_json(self) -> dict[str, Any]:
+        """``summary.json``: the sections that apply, in order."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "success_rate":
+                if value is not None:
+                    out["success_rate"] = value["value"]
+            elif f.name == "described":
+                out.update(value)
+            elif f.name == "judge_stats":
+                continue
+            elif f.name == "judge" and value is not None:
+                out["judge"] = {**value, **self.judge_stats}
+            elif value is not None or f.name in ("mean", "samples_per_s"):
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunSummary:
+        """A ``summary.json`` read back (keys it lacks keep their defaults)."""
+        names = {f.name for f in dataclasses.fields(cls)} - {
+            "success_rate", "described", "judge_stats"}
+        known = {k: v for k, v in data.items() if k in names}
+        summary = cls(**{"metric": str(data.get("metric", "?")), **known})
+        if "success_rate" in data:
+            summary.success_rate = {"value": data["success_rate"]}
+        summary.described = {k: v for k, v in data.items()
+                             if k not in names and k != "success_rate"}
+        return summary
+
+    def params(self) -> dict[str, str]:
+        """The config groups that decide the scores, flattened (a metric's judge and prompt
+        under their own groups), and the prompt's version and mode."""
+        params: dict[str, str] = {}
+        for group, tree in self.config.items():
+            params.update(flatten(tree, f"{group}.", elsewhere=("judge", "prompt")))
+        if self.prompt is not None:
+            params["prompt.version"] = str(self.prompt["version"])
+            params["prompt.mode"] = str(self.prompt["mode"])
+        return params
+
+    def metrics(self) -> dict[str, float | None]:
+        """The headline numbers, judge traffic, retrieval metrics, timing, the retriever's
+        own numbers (``retriever/<name>``) and the retrieval's depth."""
+        metrics: dict[str, float | None] = {
+            "mean": self.mean, "n_samples": self.n_samples, "n_scored": self.n_scored,
+            "n_unscored": self.n_unscored, "duration_s": self.duration_s,
+            "success_rate": self.success,
+        }
+        metrics.update({f"judge/{k}": v for k, v in self.judge_stats.items()})
+        metrics.update({k: v for k, v in (self.retrieval or {}).items() if k != "n_queries"})
+        metrics.update({k: self.timing[k] for k in TIMING_METRICS if k in self.timing})
+        metrics.update(retriever_metrics(self.retriever))
+        if self.retrieval_cutoffs is not None:
+            metrics["retrieval_depth"] = self.retrieval_cutoffs["depth"]
+        return metrics
+
+    def tags(self) -> dict[str, str]:
+        """The prompt's hash and version, the dataset's hash, the run's description, the
+        cut-offs above the retrieval's depth, the gate, and the model that answered."""
+        tags: dict[str, str] = {}
+        if self.prompt is not None:
+            tags["prompt.sha256"] = str(self.prompt["sha256"])
+            tags["prompt.version"] = str(self.prompt["version"])
+        tags["dataset.sha256"] = str(self.dataset.get("sha256", ""))
+        tags["mlflow.note.content"] = self.description()
+        cut = self.retrieval_cutoffs or {}
+        for what in ("dropped", "logged"):
+            if cut.get(what):  # cut-offs above the depth: not logged, or logged but flagged
+                tags[f"retrieval.above_depth.{what}"] = ",".join(cut[what])
+        if self.gate is not None:
+            tags["gate.fail_under"] = "passed" if self.gate["passed"] else "failed"
+        tags.update(judge_tags(None if self.judge is None else {**self.judge, **self.judge_stats}))
+        return tags
+
+    def description(self) -> str:
+        """The MLflow run description: what was evaluated, how, and the headline numbers."""
+        options = self.options
+        lines = [
+            f"Context precision `{self.metric}` of `{options.get('dataset', '?')}` "
+            f"({self.dataset.get('path')}) with retriever `{options.get('retriever', '?')}`.",
+        ]
+        if self.judge is not None and self.prompt is not None:
+            judge, prompt = self.judge["model"], self.prompt["version"]
+            served = self.judge.get("served_model")
+            if served and served != judge:
+                judge = f"{judge}` (served: `{served}"
+            lines.append(f"Judge `{judge}`, prompt `{prompt}`.")
+        mean = self.mean
+        lines.append(
+            f"Mean {'n/a' if mean is None else f'{mean:.4f}'} over {self.n_scored} scored of "
+            f"{self.n_samples} samples ({self.n_unscored} unscored)."
+        )
+        return "\n\n".join(lines)
+
+
+@dataclass
+class AgreementSummary:
+    """``summary.json`` of ``task=judge_agreement``."""
+
+    options: dict[str, str]
+    min_grade: float
+    unjudged_pairs: int
+    result: dict[str, Any]  # pairs, accuracy, precision, recall, f1, cohen_kappa, confusion, ...
+    judge: dict[str, Any]
+    judge_stats: dict[str, float | None]
+    prompt: dict[str, Any]
+    harness_version: str
+    pairs_per_query: int | None
+    dataset: dict[str, Any] = field(default_factory=dict)  # the dataset group's settings
+
+    def as_json(self) -> dict[str, Any]:
+        return {"task": "judge_agreement", "options": self.options, "min_grade": self.min_grade,
+                "unjudged_pairs": self.unjudged_pairs, **self.result,
+                "judge": {**self.judge, **self.judge_stats}, "prompt": self.prompt,
+                "harness_version": self.harness_version}
+
+    def params(self) -> dict[str, str]:
+        params = {"task.pairs_per_query": str(self.pairs_per_query),
+                  "task.min_grade": str(self.min_grade), "judge.model": str(self.judge["model"]),
+                  "prompt.version": str(self.prompt["version"])}
+        params.update({f"dataset.{k}": str(v) for k, v in self.dataset.items()
+                       if not str(k).startswith("_")})
+        return params
+
+    def metrics(self) -> dict[str, float | None]:
+        names = ("pairs", "accuracy", "precision", "recall", "f1", "cohen_kappa")
+        metrics: dict[str, float | None] = {k: self.result[k] for k in names}
+        metrics.update({f"judge/{k}": v for k, v in self.judge_stats.items()})
+        return metrics
+
+    def tags(self) -> dict[str, str]:
+        return {"prompt.sha256": str(self.prompt["sha256"]), "task": "judge_agreement",
+                **judge_tags({**self.judge, **self.judge_stats})}

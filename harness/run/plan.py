@@ -1,0 +1,98 @@
+"""What a job scores and how: the retriever prepared with the corpus, the batches (read and
+validated whole first for judged metrics), the progress bar, the scoring loop's settings."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from harness.core.errors import ConfigError, DatasetError
+from harness.core.objectives import parse as parse_objective
+from harness.core.protocols import Parts
+from harness.core.settings import RunSettings
+from harness.core.types import RagSample
+from harness.run.loop import Tally, evaluate
+from harness.run.timing import Timed
+
+
+def progress_bar(settings: RunSettings, total: int) -> tuple[Any, Callable[[int], None] | None]:
+    if settings.quiet or not settings.progress:
+        return None, None
+    from tqdm import tqdm
+
+    if settings.limit is not None:
+        total = min(total, settings.limit)
+    bar = tqdm(
+        total=total, unit=" samples", delay=1.0, file=sys.stderr, desc="scoring",
+        dynamic_ncols=True, smoothing=0.1,
+    )
+    return bar, bar.update
+
+
+def timed_retriever(parts: Parts) -> Timed:
+    """The run's retriever, timed (``harness.run.timing``) when it searches."""
+    inner = parts.retriever
+    if isinstance(inner, Timed):
+        return inner
+    return Timed(inner, parts.settings.retrieval_batch_size if inner.searches else None)
+
+
+def prepare_retriever(parts: Parts) -> None:
+    """Give the retriever the dataset's corpus to index (corpus retrievers need one)."""
+    corpus = parts.dataset.corpus()
+    if parts.retriever.needs_corpus and corpus is None:
+        inner = parts.retriever.inner if isinstance(parts.retriever, Timed) else parts.retriever
+        raise ConfigError(
+            f"retriever {type(inner).__name__} searches a corpus, but the dataset "
+            f"({parts.dataset.describe().get('format')}) has none; use a BEIR dataset "
+            "(dataset=beir dataset.path=DIR, or dataset=scifact) or retriever=precomputed"
+        )
+    parts.retriever.prepare(corpus)
+
+
+def _load_for_judging(parts: Parts) -> list[RagSample]:
+    """Read and validate every record, and check the endpoint, before the first judge call."""
+    samples = parts.retriever.retrieve_batch(list(parts.dataset.samples(parts.settings.limit)))
+    if not samples:
+        raise DatasetError(parts.dataset.source, "contains no records")
+    for field in sorted(parts.metric.requires):
+        if all(getattr(s, field) is None for s in samples):
+            raise ConfigError(
+                f"metric {parts.metric.name} needs the field '{field}', which no record of "
+                f"{parts.dataset.source} has; map your column with "
+                f"dataset.fields.{field}=COLUMN or choose another metric"
+            )
+    parts.metric.preflight()
+    return samples
+
+
+def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
+    """Prepare the retriever and the batches to score, with a count for progress.
+
+    Metrics that ``prevalidate`` (the judged ones) get the whole dataset read, validated
+    and retrieved first, and the endpoint checked, before any call; the others stream.
+    """
+    prepare_retriever(parts)
+    size = parts.settings.batch_size
+    if parts.metric.prevalidate:
+        samples = _load_for_judging(parts)
+        return (samples[i : i + size] for i in range(0, len(samples), size)), len(samples)
+    batches = map(parts.retriever.retrieve_batch, parts.dataset.batches(size, parts.settings.limit))
+    return batches, parts.dataset.estimate_count()
+
+
+def score(
+    parts: Parts,
+    batches: Iterable[list[RagSample]],
+    sink: Any,
+    progress: Callable[[int], None] | None = None,
+) -> Tally:
+    """Score ``batches`` with the run's metric and retrieval metrics; rows go to ``sink``."""
+    min_grade = parts.settings.retrieval_min_grade
+    if min_grade is None:
+        min_grade = parts.dataset.min_grade
+    return evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade,
+                    row_text_chars=parts.settings.row_text_chars,
+                    beyond_depth=parts.settings.retrieval_beyond_depth or
+                    [o.name for o in parse_objective(parts.settings.objective)])
