@@ -90,3 +90,62 @@ def test_experiment_composes(name: str) -> None:
     for key in cfg.hydra.sweeper.params:  # every swept key exists in the composed config
         head = key.split(".")[0]
         assert head in cfg, key
+
+
+def _compose(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONF)):
+        return compose("config", overrides=list(overrides))
+
+
+LLM_METRICS = {"llm_with_reference": "pointwise", "llm_without_reference": "pointwise",
+               "contextual_precision": "listwise"}
+
+
+@pytest.mark.parametrize("metric", sorted(LLM_METRICS))
+def test_each_llm_metric_names_its_prompt_in_its_own_file(metric: str) -> None:
+    """The prompt/metric pairing is visible in the metric's file, not a naming rule."""
+    import yaml
+
+    own = yaml.safe_load((CONF / "metric" / f"{metric}.yaml").read_text("utf-8"))
+    [entry] = own["defaults"]
+    [(key, name)] = entry.items()
+    assert key == "override /prompt@_global_.prompt"
+    assert (CONF / "prompt" / f"{name}.yaml").is_file()
+    cfg = _compose(f"metric={metric}")
+    assert cfg.prompt.mode == LLM_METRICS[metric]
+    swapped = _compose(f"metric={metric}", "prompt=query_relevance")  # the command line wins
+    assert swapped.prompt.version == "query_relevance_v1"
+
+
+def test_a_metric_without_a_judge_composes_no_prompt() -> None:
+    assert "prompt" not in _compose("metric=id_based")
+    assert "version" in _compose("task=judge_agreement", "prompt=query_relevance").prompt
+
+
+def test_every_run_setting_has_one_default() -> None:
+    """conf/config.yaml's run block and RunSettings agree (the API builds RunSettings() too)."""
+    import dataclasses
+
+    from harness.core.settings import RunSettings
+
+    run = OmegaConf.to_container(_compose().run)
+    assert isinstance(run, dict)
+    defaults = {f.name: getattr(RunSettings(), f.name) for f in dataclasses.fields(RunSettings)}
+    assert run == defaults
+
+
+@pytest.mark.parametrize("metric", ["id_based", "id_ranked"])
+def test_min_grade_has_one_source(metric: str, tmp_path: Path) -> None:
+    """dataset.min_grade is what counts as relevant; the metric follows it unless told."""
+    beir = ["dataset=beir", f"dataset.path={tmp_path}", f"metric={metric}"]
+    assert _compose(*beir).metric.min_grade == 1
+    assert _compose(*beir, "dataset.min_grade=2").metric.min_grade == 2
+    assert _compose(f"metric={metric}").metric.min_grade == 1  # a dataset without grades
+    assert _compose(*beir, "dataset.min_grade=2", "metric.min_grade=3").metric.min_grade == 3
+    cfg = _compose("dataset=trec_dl19", f"metric={metric}")
+    assert cfg.metric.min_grade == cfg.dataset.min_grade == 2
+
+
+def test_the_local_group_is_optional_and_git_ignored() -> None:
+    assert (CONF / "local" / ".gitignore").read_text().split() == ["*.yaml"]
+    _compose()  # composes without conf/local/default.yaml

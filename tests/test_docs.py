@@ -142,7 +142,7 @@ def option_keys(path: Path) -> dict[str, Any]:
     keys = {k: v for k, v in data.items() if k not in ("_target_", "_recursive_", "defaults")}
     for item in data.get("defaults") or []:
         name = next(iter(item)) if isinstance(item, dict) else str(item)
-        if "@" in name:
+        if "@" in name and not name.split("@", 1)[1].startswith("_global_"):
             package = name.split("@", 1)[1].split(".")[0]
             part = name.split("@", 1)[1].split(".", 1)[-1]
             entry = keys.setdefault(package, {})

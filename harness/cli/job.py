@@ -27,8 +27,9 @@ def choices_of(cfg: DictConfig, parts: Parts, chosen: dict[str, Any]) -> dict[st
     """The options chosen in the groups that matter to this job (tags, run names)."""
     # Nested choices (a hybrid's parts: ``retriever@retriever.retrievers.bm25``) are in the
     # config itself; tags and run names keep the top-level groups.
-    choices = {
-        k: str(v) for k, v in chosen.items() if v and not k.startswith("hydra/") and "@" not in k
+    choices = {  # local: this machine's settings, which show in the config, not its name
+        k: str(v) for k, v in chosen.items()
+        if v and not k.startswith("hydra/") and "@" not in k and k != "local"
     }
     if not uses(cfg, "judge"):
         choices = {k: v for k, v in choices.items() if k not in ("judge", "prompt")}

@@ -67,7 +67,7 @@ class RunSettings:
     quiet: bool = False
     objective: str | list[str] = "mean"
     retrieval_ks: list[Annotated[int, Range(ge=1)]] = dataclasses.field(
-        default_factory=lambda: [10]
+        default_factory=lambda: [5, 10]
     )
     retrieval_min_grade: float | None = None
     retrieval_beyond_depth: bool = False
