@@ -44,8 +44,8 @@ def start_server(
     if concurrency is not None:
         knobs += ["--concurrency", str(concurrency)]
     proc = subprocess.Popen(
-        [PYTHON, str(REPO / "tests" / "judge_server.py"), "--port", "0", "--labels", str(labels),
-         *knobs],
+        [PYTHON, str(REPO / "tests" / "helpers" / "judge_server.py"), "--port", "0",
+         "--labels", str(labels), *knobs],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert proc.stdout is not None

@@ -55,7 +55,7 @@ def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture
 def judge_server() -> Iterator[Any]:
     """The project's test judge (a real OpenAI-compatible HTTP server on 127.0.0.1)."""
-    from judge_server import JudgeServer
+    from helpers.judge_server import JudgeServer
 
     with JudgeServer(retry_after="0.01") as server:
         yield server

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from conftest import run_cli, sample_labels, sample_rows
 from helpers import mlflow_runs
-from judge_server import JudgeServer
+from helpers.judge_server import JudgeServer
 
 from harness import EvaluationResult, aevaluate, evaluate
 from harness.core.errors import DatasetError

@@ -187,3 +187,34 @@ def test_the_layer_check_can_fail():
 def test_at_most_three_modules_at_the_top():
     top = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
     assert top == ["__main__.py", "api.py", "extend.py"]
+
+
+@pytest.mark.parametrize(("path", "cls"), [("tasks/evaluate.py", "Evaluate"),
+                                           ("tasks/agreement/task.py", "JudgeAgreement")])
+def test_a_task_plans_and_scores_the_record_path_does_the_rest(path, cls):
+    """A task's ``run`` stays short: the summary, params, metrics, tags and files are built
+    by the one record path (``harness.run.record.finish``) every task calls."""
+    tree = ast.parse((PACKAGE / path).read_text("utf-8"))
+    [run] = [f for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == cls
+             for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "run"]
+    assert run.end_lineno - run.lineno + 1 <= 40
+    calls = {n.func.id for n in ast.walk(run) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name)}
+    assert {"finish", "tracked"} <= calls
+
+
+def test_no_isinstance_on_another_rooms_component():
+    """Capabilities are declared (``Retriever.searches``, ``Task.shardable``), never probed
+    by the class of a component built elsewhere."""
+    import re
+
+    from harness.core.trust import component_targets
+
+    classes = {t.rsplit(".", 1)[1]: _room(t) for t in component_targets()}
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        room = _room(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for name in re.findall(r"isinstance\([^,]+, \(?(\w+)", path.read_text("utf-8")):
+            if name in classes and classes[name] != room:
+                found.append(f"{path.relative_to(ROOT)}: {name}")
+    assert found == []

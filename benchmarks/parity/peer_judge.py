@@ -1,9 +1,9 @@
 """A tiny OpenAI-compatible fixture judge for the PEER libraries (ragas, deepeval).
 
-``tests/judge_server.py`` reads our tags (``<question>``, ``<context>``...), which the peers'
-own prompts do not have. This server instead finds which of the known chunk texts occur in
-the last user message (the chunk texts are unique by construction and none is a substring of
-another) and answers with the verdicts of the same labels file, in the JSON shape each
+``tests/helpers/judge_server.py`` reads our tags (``<question>``, ``<context>``...), which
+the peers' own prompts do not have. This server instead finds which of the known chunk texts
+occur in the last user message (the chunk texts are unique by construction and none is a
+substring of another) and answers with the verdicts of the same labels file, in the JSON shape each
 library's prompt asks for:
 
 * exactly one known chunk in the prompt (ragas, pointwise): ``{"reason", "verdict": 0|1}``;

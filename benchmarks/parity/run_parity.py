@@ -11,7 +11,7 @@ NOT run by CI. Usage (from the repository root)::
    relevance patterns, in a shuffled order) and its labels file.
 3. Runs, each in its own subprocess, one after another:
    * harness ``llm_with_reference`` and ``contextual_precision`` against the project's test
-     judge (``tests/judge_server.py``, a subprocess, one per run, with the labels file);
+     judge (``tests/helpers/judge_server.py``, a subprocess, one per run, with the labels file);
    * ragas ``LLMContextPrecisionWithReference`` and deepeval ``ContextualPrecisionMetric``
      against ``peer_judge.py`` (same labels; it recognises the chunk texts inside the peers'
      own prompts, which lack the tags the test judge reads).
@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         # --- harness, against the project's test judge -----------------------------------
         if "harness" in only:
             for metric in ("llm_with_reference", "contextual_precision"):
-                judge = Server([PYTHON, str(REPO / "tests" / "judge_server.py"), "--port", "0",
+                server = REPO / "tests" / "helpers" / "judge_server.py"
+                judge = Server([PYTHON, str(server), "--port", "0",
                                 "--labels", str(labels_path), "--latency-ms", "0"], REPO)
                 out = work / f"harness_{metric}.json"
                 t = run_timed([PYTHON, str(HERE / "run_harness.py"), str(ds_path), judge.url,
@@ -333,7 +334,8 @@ def render(r: dict[str, Any]) -> str:
         f"for every library.",
         "",
         "Verdicts come from fixture judges answering from one labels file: the project's test "
-        "judge (`tests/judge_server.py`) for the harness, and `benchmarks/parity/peer_judge.py` "
+        "judge (`tests/helpers/judge_server.py`) for the harness, and "
+        "`benchmarks/parity/peer_judge.py` "
         "for ragas and deepeval (it finds the known chunk texts inside their own prompts). So "
         "this measures the verdict -> score step and the client-side cost, not judge quality.",
         "",

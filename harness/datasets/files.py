@@ -280,3 +280,9 @@ class SampleDataset(JsonlDataset):
 
     def __init__(self) -> None:
         super().__init__(Path(__file__).resolve().parents[1] / "data" / "sample_rag.jsonl")
+
+
+def jsonl_file(dataset: object) -> JsonlDataset | None:
+    """``dataset`` when it is a JSONL file, which can be split at line ends by byte ranges
+    (``harness.shards``); else ``None``."""
+    return dataset if isinstance(dataset, JsonlDataset) else None

@@ -14,7 +14,7 @@ A document id that appears again lower in the list counts once, at its first ran
 later occurrences take up their rank positions but add nothing (like a non-relevant
 document). Without repeats the values equal trec_eval's (``pytrec_eval``) on a run whose
 scores follow the list order: ``recall_k``, ``P_k``, ``ndcg_cut_k``, ``recip_rank``
-(checked in ``tests/test_retrieval_metrics.py``). A query with no relevant document
+(checked in ``tests/metrics/test_retrieval.py``). A query with no relevant document
 scores 0.0 everywhere, as in trec_eval.
 """
 

@@ -27,7 +27,7 @@ from harness.core.errors import ConfigError
 from harness.core.protocols import Parts, Task
 from harness.core.settings import Job
 from harness.core.types import RagSample
-from harness.datasets.files import JsonlDataset
+from harness.datasets.files import jsonl_file
 from harness.metrics.retrieval import dropped_names
 from harness.run.loop import Tally
 from harness.shards.merge import mapped_columns, merge, unique_ids
@@ -116,8 +116,8 @@ def score_shards(
         try:
             results = pool.results(progress)
             tallies = [r.tally for r in results]
-            whole = parts.dataset
-            if isinstance(whole, JsonlDataset):  # split by bytes: no worker saw every record
+            whole = jsonl_file(parts.dataset)
+            if whole is not None:  # split by bytes: no worker saw every record
                 unique_ids(whole.path, whole.fields, [r.id_hashes for r in results],
                            [r.id_lines for r in results])
                 mapped_columns(whole.source, whole.fields,

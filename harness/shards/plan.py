@@ -20,7 +20,7 @@ from typing import Any
 from harness.core.protocols import Dataset
 from harness.core.types import Corpus, RagSample
 from harness.datasets.fields import MappedColumns
-from harness.datasets.files import JsonlDataset, batched, first_record
+from harness.datasets.files import JsonlDataset, batched, first_record, jsonl_file
 from harness.datasets.reading import (
     BLOCK,
     Signature,
@@ -69,8 +69,9 @@ class Span:
 def plan(dataset: Dataset, count: int, limit: int | None) -> list[Span]:
     """At most ``count`` non-empty contiguous shards of ``dataset``'s first ``limit``
     samples (fewer when it has fewer lines or samples)."""
-    if isinstance(dataset, JsonlDataset):
-        return _byte_spans(dataset.path, count, limit)
+    jsonl = jsonl_file(dataset)
+    if jsonl is not None:
+        return _byte_spans(jsonl.path, count, limit)
     total = dataset.estimate_count()  # may be approximate: the last shard reads to the end
     total = total if limit is None else min(total, limit)
     cuts = sorted({i * total // count for i in range(count)})
@@ -129,9 +130,9 @@ def _end_of_records(f: Any, path: Path, limit: int) -> int:
 
 def shard(dataset: Dataset, span: Span) -> Dataset:
     """The part of ``dataset`` that ``span`` names (in a worker)."""
-    if span.by_bytes:
-        assert isinstance(dataset, JsonlDataset)
-        return JsonlSpan(dataset, span)
+    jsonl = jsonl_file(dataset)
+    if span.by_bytes and jsonl is not None:
+        return JsonlSpan(jsonl, span)
     return IndexShard(dataset, span)
 
 

@@ -1,4 +1,4 @@
-"""LLM-judged metrics wired to the test judge (``tests/judge_server.py``)."""
+"""LLM-judged metrics wired to the test judge (``tests/helpers/judge_server.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import yaml
-from judge_server import JudgeServer
 
 from harness.core.types import RagSample, SampleResult
 from harness.judges.openai_chat import OpenAIJudge
@@ -14,6 +13,7 @@ from harness.metrics.contextual_precision import ContextualPrecision
 from harness.metrics.judged import JudgedMetric
 from harness.metrics.llm import LLMContextPrecision
 from harness.prompts.template import PromptTemplate
+from helpers.judge_server import JudgeServer
 from helpers.paths import CONF
 
 QUESTION = "Where is the Eiffel Tower located?"
@@ -66,3 +66,8 @@ def score(metric: JudgedMetric, samples: Sequence[RagSample]) -> list[SampleResu
         return metric.score_batch(samples)
     finally:
         metric.close()
+
+
+#: Two chunks with a known relevance to the seed question (ragas's and deepeval's examples).
+PARIS = "The Eiffel Tower is located in Paris, the capital of France."
+BERLIN = "The Brandenburg Gate is a monument in Berlin."

@@ -5,7 +5,7 @@ The real ``Pacer`` and a request loop shaped like ``harness.judges.transport.sen
 ``Retry-After``) run on an asyncio loop whose clock jumps to the next timer instead of
 sleeping, so a run of 1000 requests at 200 ms takes milliseconds and gives the same
 numbers on a busy machine.
-The HTTP path itself is tested against ``tests/judge_server.py``; this covers the limiter's
+The HTTP path itself is tested against ``tests/helpers/judge_server.py``; this covers the limiter's
 decisions over latency shapes a real server has: jitter, heavy tails, fast/slow mixes, a few
 slots with a queue, random 429s, a token-rate limit with headers, and a change mid-run.
 """

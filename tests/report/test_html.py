@@ -1,0 +1,213 @@
+"""``report.html``: written by every run and sweep, rebuilt by ``python -m harness.report``,
+one self-contained file with every text escaped; the ``browser`` test loads it in headless
+Chromium (Debian's ``chromium`` and ``chromium-driver``)."""
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli, sample_labels, sample_rows
+from helpers import mlflow_runs
+from helpers.judge_server import JudgeServer
+from matplotlib.figure import Figure
+
+from harness.cli.report import main as report_main
+from harness.core.types import SampleResult
+from harness.report.plots import by_rank, histogram, verdict_map
+from harness.run.loop import Tally
+from harness.run.sampling import Evenly
+
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+SECTION = '<section class="sample"'
+
+
+def hostile_dataset(tmp_path: Path) -> Path:
+    """Five bundled records, one whose chunk and question are markup, one unscored."""
+    records = sample_rows()[:5] + [
+        {"id": "evil", "user_input": f"Is {HOSTILE} safe?", "reference": "No.",
+         "retrieved_contexts": [HOSTILE, "plain"], "retrieved_context_ids": ["x1", "x2"],
+         "reference_contexts": ["plain"], "reference_context_ids": ["x2"]},
+        {"id": "empty", "user_input": "Nothing retrieved?", "reference": "No.",
+         "retrieved_contexts": [], "retrieved_context_ids": [],
+         "reference_contexts": ["plain"], "reference_context_ids": ["x2"]},
+    ]
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    return path
+
+
+def test_a_tracked_run_writes_report_html_and_logs_it(tmp_path: Path, mlflow_store: str) -> None:
+    result = run_cli("metric=id_ranked", "experiment_name=report_html",
+                     env={"MLFLOW_TRACKING_URI": mlflow_store}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    html = (result.out_dir / "report.html").read_text("utf-8")
+    assert html.count(SECTION) == 30  # the bundled dataset's 30 samples, all shown
+    assert html.count('src="data:image/png;base64,') == 3  # the three plots, inline
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing fetched from outside
+    [run] = mlflow_runs.runs(mlflow_store, "report_html")
+    names = {a.path for a in mlflow_runs.client(mlflow_store).list_artifacts(run.info.run_id)}
+    assert "report.html" in names
+
+    # rebuilt from the MLflow store by run id, and from the folder
+    out = tmp_path / "again.html"
+    assert report_main([run.info.run_id, f"tracking_uri={mlflow_store}", f"out={out}"]) == 0
+    assert out.read_text("utf-8").count(SECTION) == 30
+    (result.out_dir / "report.html").unlink()
+    assert report_main([str(result.out_dir)]) == 0
+    assert (result.out_dir / "report.html").read_text("utf-8").count(SECTION) == 30
+
+
+def test_every_text_is_escaped(tmp_path: Path) -> None:
+    data = hostile_dataset(tmp_path)
+    result = run_cli("metric=id_ranked", "dataset=jsonl", f"dataset.path={data}",
+                     "tracking=none", "run.quiet=true", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    html = (result.out_dir / "report.html").read_text("utf-8")
+    assert "window.pwned" in html  # the text is there ...
+    assert "<script>window.pwned" not in html and "<img src=x" not in html  # ... as text
+    assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in html
+    assert html.count("<script>") == 1  # the report's own filter script only
+    # tracking=none draws no plots: the report says so and how to get them
+    assert "No plots" in html and "python -m harness.report" in html
+
+
+def test_bad_targets_fail_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert report_main([str(tmp_path / "nowhere")]) == 2
+    assert report_main(["0" * 32, f"tracking_uri=sqlite:///{tmp_path}/none.db"]) == 2
+    assert report_main([str(tmp_path)]) == 2  # an empty folder: neither a run nor a sweep
+    assert report_main([str(tmp_path), "colour=red"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 4 and all(line.startswith("harness.report: ") for line in err)
+    assert "neither a folder nor an MLflow run id" in err[0]
+    assert "no MLflow store" in err[1]
+    assert "no job folder with a summary.json" in err[2]
+    assert "unknown option colour=" in err[3]
+
+
+def test_a_sweep_writes_a_ranked_report(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    result = run_cli("-m", "metric=id_based,id_ranked", "tracking=none", "run.quiet=true",
+                     f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    html = (sweep / "report.html").read_text("utf-8")
+    # README: id_ranked's mean on the bundled data is 0.5641, id_based's 0.3761
+    cells = re.findall(r'<td class="num">(0\.\d{4})</td>', html)
+    assert cells == ["0.5641", "0.3761"]  # the objective (mean) of each, best first
+    assert html.index('href="1/report.html"') < html.index('href="0/report.html"')
+    assert html.count('src="data:image/png;base64,') == 1  # mean by metric
+
+
+def test_evenly_keeps_a_sample_spread_over_the_whole_stream() -> None:
+    keep: Evenly[int] = Evenly(60)
+    for i in range(1000):
+        keep.add(i)
+    positions = [p for p, _ in keep.pick()]
+    # 1000 items, at most 120 kept: the stride doubles to 16 (63 kept: 0, 16, ..., 992)
+    assert keep.stride == 16 and len(keep.items) == 63
+    assert len(positions) == 60 and positions[0] == 0 and positions[-1] >= 960
+    assert all(b - a in (16, 32) for a, b in zip(positions, positions[1:], strict=False))
+
+
+def test_plots_say_what_they_show() -> None:
+    tally = Tally("id_ranked")
+    for i in range(300):  # verdicts [1, 0] for even i, [0, 1] for odd i: scores 1.0 and 0.5
+        verdicts = [1, 0] if i % 2 == 0 else [0, 1]
+        tally.record(SampleResult(f"q{i}", 1.0 if i % 2 == 0 else 0.5, verdicts), {})
+    fig = Figure()
+    ax = fig.subplots()
+    picked = [item for _, item in tally.verdict_map.pick()]
+    verdict_map(ax, picked, tally.n_scored)
+    assert ax.get_title() == "Verdicts of 60 of 300 scored queries (evenly spaced)"
+    assert int(picked[-1][0][1:]) >= 240  # not the first 60: spread to the end
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "relevant (1)", "not relevant (0)"]
+    assert len(fig.axes) == 1  # a discrete legend, no colour bar
+
+    ax = Figure().subplots()
+    histogram(ax, list(tally.scores), "id_ranked")
+    assert ax.get_title() == "id_ranked: per-sample scores (n = 300, mean 0.7500)"
+
+    ax = Figure().subplots()
+    by_rank(ax, [0, 1], tally.rank_totals, tally.rank_relevant)
+    assert list(ax.get_xticks()) == [1, 2]
+    assert [y for y in ax.lines[0].get_ydata()] == [0.5, 0.5]  # half relevant at each rank
+    assert math.isclose(ax.lines[1].get_ydata()[1], 0.5)
+
+
+def chromium() -> Any:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1200,1600"):
+        options.add_argument(arg)
+    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+
+
+@pytest.mark.browser
+def test_the_report_in_headless_chromium(tmp_path: Path, judge_server: JudgeServer) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+
+    judge_server.labels.update(sample_labels())
+    data = hostile_dataset(tmp_path)
+    result = run_cli("metric=llm_with_reference", "judge=local",
+                     f"judge.base_url={judge_server.base_url}", "judge.model=test-judge",
+                     "dataset=jsonl", f"dataset.path={data}", "tracking=none",
+                     "run.quiet=true", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert report_main([str(result.out_dir)]) == 0  # rebuilt: with its plots
+    error = result.rows()[-1]["error"]
+    driver = chromium()
+    try:
+        driver.get((result.out_dir / "report.html").as_uri())
+        assert driver.execute_script("return window.pwned") is None
+        samples = driver.find_elements(By.CSS_SELECTOR, ".sample")
+        assert len(samples) == 7
+        # q01 retrieves d001 (its reference), d002, d003
+        q01 = driver.find_element(By.CSS_SELECTOR, '.sample[data-id="q01"]')
+        badges = q01.find_elements(By.CSS_SELECTOR, ".chunk .badge")
+        assert [b.text for b in badges] == ["✓ relevant", "✗ not relevant", "✗ not relevant"]
+        colours = [b.value_of_css_property("background-color") for b in badges]
+        assert colours == ["rgba(0, 114, 178, 1)"] + ["rgba(213, 94, 0, 1)"] * 2  # Okabe–Ito
+        assert all(r.text.startswith("Reason: ") for r in q01.find_elements(
+            By.CSS_SELECTOR, ".chunk .reason"))
+        evil = driver.find_element(By.CSS_SELECTOR, '.sample[data-id="evil"] .chunk .text')
+        assert evil.text == HOSTILE  # shown as text, not run
+        assert len(driver.find_elements(By.CSS_SELECTOR, ".plots img")) == 3
+
+        Select(driver.find_element(By.ID, "status")).select_by_value("unscored")
+        shown = [s for s in samples if s.is_displayed()]
+        assert [s.get_attribute("data-id") for s in shown] == ["empty"]
+        assert error and error in shown[0].find_element(By.CSS_SELECTOR, ".error").text
+        assert driver.find_element(By.ID, "shown").text == "1"
+
+        Select(driver.find_element(By.ID, "status")).select_by_value("all")
+        Select(driver.find_element(By.ID, "verdicts")).select_by_value("none")
+        no_relevant = {s.get_attribute("data-id") for s in samples if s.is_displayed()}
+        expected = {r["id"] for r in result.rows() if r["score"] is not None
+                    and not any(r["verdicts"])}
+        assert no_relevant == expected
+
+        Select(driver.find_element(By.ID, "verdicts")).select_by_value("any")
+        search = driver.find_element(By.ID, "search")
+        search.send_keys("pwned")
+        assert [s.get_attribute("data-id") for s in samples if s.is_displayed()] == ["evil"]
+        search.clear()
+        search.send_keys("no such words here")
+        assert driver.find_element(By.ID, "none-shown").is_displayed()
+        search.clear()
+        search.send_keys(" ")
+        driver.execute_script("document.getElementById('samples').scrollIntoView()")
+        assert driver.save_screenshot(str(tmp_path / "report.png"))
+        driver.set_window_size(1200, 4000)
+        driver.execute_script("window.scrollTo(0, 0)")
+        assert driver.save_screenshot(str(tmp_path / "report_full.png"))
+    finally:
+        driver.quit()
+    assert (tmp_path / "report.png").stat().st_size > 10_000
