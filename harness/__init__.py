@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.core import moved
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 moved.install()  # the modules that moved in 0.2.0 answer to their old paths until 0.3.0
 __all__ = ["EvaluationResult", "__version__", "aevaluate", "evaluate"]
 

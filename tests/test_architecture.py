@@ -126,7 +126,7 @@ def test_no_second_registry():
 #: The rooms of the package, bottom up (docs/architecture.md): a room may import itself and
 #: the rooms of a lower rank only.
 RANKS = {
-    "core": 0,
+    "core": 0, "conf": 0,
     "datasets": 1, "prompts": 1, "tracking": 1, "judges": 1, "retrievers": 1,
     "metrics": 2,
     "run": 3,

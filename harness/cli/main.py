@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.core.trust import CONFIG_DIR, whitelist
+from harness.core.trust import CONFIG_PATH, whitelist
 
 #: Arguments after which no run will be logged, so no logger is prewarmed.
 _NO_RUN = {
@@ -19,7 +19,7 @@ def _hydra_app() -> Callable[[], Any]:
     import hydra
     from omegaconf import DictConfig
 
-    @hydra.main(config_path=CONFIG_DIR, config_name="config", execution_whitelist=whitelist())
+    @hydra.main(config_path=CONFIG_PATH, config_name="config", execution_whitelist=whitelist())
     def task(cfg: DictConfig) -> float | tuple[float, ...] | None:
         from harness.cli.job import main as run_main
         from harness.cli.stderr import release_stderr

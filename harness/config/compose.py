@@ -51,16 +51,16 @@ def composed(overrides: Sequence[str]) -> DictConfig:
     used, as before; files under ``conf/`` are read once per process. Thread-safe: Hydra's
     global state is touched under a lock.
     """
-    from hydra import compose, initialize_config_dir
+    from hydra import compose, initialize_config_module
 
-    from harness.core.trust import CONFIG_DIR
+    from harness.core.trust import CONFIG_MODULE
 
     key = tuple(overrides)
     with _compose_lock:
         cfg = _composed.get(key)
         if cfg is None:
             try:
-                with initialize_config_dir(config_dir=CONFIG_DIR):
+                with initialize_config_module(config_module=CONFIG_MODULE):
                     cfg = compose("config", overrides=list(key))
             except Exception as e:
                 raise _config_error(e, list(key)) from None

@@ -16,9 +16,12 @@ from typing import Any
 from harness.core import moved
 from harness.core.errors import ConfigError, closest
 
-#: The package's configs (absolute: Hydra resolves a relative config_path against the
-#: module of the task function, which breaks under ``python -m``).
-CONFIG_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+#: The package's configs, where Hydra finds them wherever the package is installed (a wheel in
+#: site-packages or a checkout): the package ``harness.conf``.
+CONFIG_MODULE = "harness.conf"
+CONFIG_PATH = f"pkg://{CONFIG_MODULE}"
+#: The same folder on disk, for reading its files directly (the trust list, hints).
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 _TARGET_LINE = re.compile(r"^\s*_target_:\s*(harness\.[\w.]+)\s*(?:#.*)?$", re.M)
 

@@ -1,0 +1,43 @@
+# The lanes and checks CI runs (.ci/run), one target each. `make help` lists them.
+PY ?= .venv/bin/python
+VENV_BIN := $(dir $(PY))
+
+.PHONY: help venv install test quick heavy browser shared lint types docs wheel check clean
+
+help:  ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+venv:  ## a fresh .venv with the default lane, lint and docs tools (editable install)
+	python3 -m venv .venv && $(PY) -m pip install -q -e '.[test,lint,docs]'
+
+test:  ## the default lane (the README's test command): no ../shared, no network
+	$(PY) -m pytest -n 2
+
+quick:  ## the default lane without the subprocess smoke tests
+	$(PY) -m pytest -n 2 -m "not heavy and not browser and not slow and not shared_data"
+
+heavy:  ## the heavy lane: torch, Ray, Optuna, Chroma, PostgreSQL (pip install -e '.[test-heavy]')
+	$(PY) -m pytest -m heavy
+
+browser:  ## report.html in headless Chromium (apt chromium chromium-driver; '.[test-browser]')
+	$(PY) -m pytest -m browser
+
+shared:  ## tests on the full public data sets in ../shared/data (or $$HARNESS_SHARED_DATA)
+	$(PY) -m pytest -m shared_data
+
+lint:  ## ruff
+	$(VENV_BIN)ruff check harness tests benchmarks
+
+types:  ## mypy --strict on harness/
+	$(VENV_BIN)mypy
+
+docs:  ## the documentation site, strictly (broken links fail); output in site/
+	$(VENV_BIN)mkdocs build --strict
+
+wheel:  ## build the wheel into dist/
+	$(PY) -m pip wheel --no-deps -w dist .
+
+check: lint types test  ## what to run before a commit
+
+clean:  ## build outputs
+	rm -rf build dist site *.egg-info
