@@ -49,10 +49,11 @@ def check_missing(cfg: DictConfig, group: str) -> None:
 def instantiate(cfg: DictConfig, group: str) -> Any:
     """Build the object the config group names with ``_target_``.
 
-    Every ``_target_`` in it must be on ``TRUSTED_TARGETS`` or admitted by the user's
-    ``trusted_targets`` (checked before anything is imported), and every node is checked
-    against its constructor (unknown keys with a did-you-mean, values of the wrong type
-    or out of range) before any is built, so a typo costs no work.
+    Every ``_target_`` in it must be one of harness's own components (derived from
+    ``conf/``) or admitted by the user's ``trusted_targets`` (checked before anything is
+    imported), and every node is checked against its constructor (unknown keys with a
+    did-you-mean, values of the wrong type or out of range) before any is built, so a typo
+    costs no work.
     """
     from hydra.errors import InstantiationException
     from hydra.utils import execution_whitelist

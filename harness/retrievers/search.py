@@ -54,8 +54,9 @@ config, its settings beside it (they are checked against your ``__init__``), e.g
     url: http://localhost:8080
     top_k: 10
 
-(config targets are limited to the component classes in
-``harness.core.trust.TRUSTED_TARGETS``: your class's import path must be among them).
+Only trusted code is imported: harness's own components (those its ``conf/`` names, see
+``harness.core.trust.component_targets``) and what ``trusted_targets`` admits, in the config or
+in ``$HARNESS_TRUSTED_TARGETS`` (e.g. ``trusted_targets=[my_package.*]``).
 """
 
 from __future__ import annotations
