@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# CI: the package as a user gets it. Build the wheel from this checkout, install it into a
+# fresh venv in a folder outside the clone, and from an empty folder there run the main job,
+# a -m sweep, compare, the report command, the Python API and each command's --help.
+# Usage: .ci/wheel_smoke.sh [PYTHON]   (PYTHON builds the wheel; default .venv/bin/python)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_PY=${1:-.venv/bin/python}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$BUILD_PY" -m pip wheel -q --no-deps -w "$tmp/dist" . 2>&1 | grep -v "^WARNING: Location" || true
+rm -rf build  # setuptools' own build folder (git-ignored)
+wheel=$(ls "$tmp"/dist/*.whl)
+echo "wheel: $(basename "$wheel")"
+python3 -m venv "$tmp/venv"
+"$tmp/venv/bin/pip" install -q "$wheel" 2>&1 | grep -v "^WARNING: Location" || true
+PY="$tmp/venv/bin/python"
+mkdir "$tmp/work" && cd "$tmp/work"
+export MLFLOW_TRACKING_URI="sqlite:///$tmp/work/mlflow.db"
+set -x
+"$PY" -c 'import harness, harness.conf, importlib.metadata as m; print(m.version("harness-context-precision"), harness.__version__)'
+"$PY" -m harness metric=id_based run.progress=false hydra.run.dir=run1
+test -s run1/summary.json && test -s run1/samples.jsonl && test -s run1/report.html
+"$tmp/venv/bin/harness" metric=non_llm run.progress=false tracking=none hydra.run.dir=run2
+"$PY" -m harness -m metric=id_based,id_ranked run.progress=false hydra.sweep.dir=sweep
+"$PY" -m harness.compare experiment=default log=false
+"$PY" -m harness.report run1
+"$tmp/venv/bin/harness-cache" --help >/dev/null
+"$tmp/venv/bin/harness-compare" --help >/dev/null
+"$tmp/venv/bin/harness" --help >/dev/null
+"$PY" - <<'PY'
+import harness
+
+rows = [{"question": "q", "retrieved_context_ids": ["a", "b", "c"],
+         "reference_context_ids": ["b"]}]
+result = harness.evaluate(rows, metric="id_ranked")
+assert abs(result.summary["mean"] - 0.5) < 1e-12, result.summary["mean"]  # AP: b at rank 2
+print("harness.evaluate:", result.summary["mean"])
+PY
+set +x
+# nothing of the checkout was needed: the installed package ran from this folder alone
+test ! -e "$tmp/work/conf"
+echo "wheel smoke test passed"
