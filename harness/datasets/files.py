@@ -11,10 +11,12 @@ from typing import Any
 
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.types import Corpus, RagSample
+from harness.datasets.documents import combined_sha256, corpus_file
 from harness.datasets.fields import DOCUMENT_HINT, columnar, field_map
 from harness.datasets.parquet import read_parquet
 from harness.datasets.reading import (
     Signature,
+    allow_large_cells,
     count_lines,
     decode_line,
     file_sha256,
@@ -51,6 +53,7 @@ class FileDataset:
         path: The file to read.
         fields: Harness field -> column name, for files that use other names,
             e.g. ``{user_input: question, retrieved_contexts: contexts}``.
+        corpus: A documents file (``harness.datasets.documents``) for a corpus retriever.
     """
 
     format = "file"
@@ -58,13 +61,17 @@ class FileDataset:
     min_grade: float = 1.0
 
     def __init__(
-        self, path: str | os.PathLike[str] | None, fields: Mapping[str, str] | None = None
+        self,
+        path: str | os.PathLike[str] | None,
+        fields: Mapping[str, str] | None = None,
+        corpus: str | os.PathLike[str] | None = None,
     ) -> None:
         if path is None or (isinstance(path, (str, os.PathLike)) and os.fspath(path) == ""):
             raise DatasetError(f"dataset={self.format}", "no file given; set dataset.path=FILE")
         self.path = setting_path("dataset.path", path)
         self.source = str(self.path)
         self.fields = field_map(fields)
+        self.documents = corpus_file(corpus)
         self._hasher = hashlib.sha256()
         self._complete = False
         self._signature: Signature | None = None
@@ -73,6 +80,8 @@ class FileDataset:
         """Fail early, before any work, when the file cannot be read."""
         if not stat_file(self.path):
             raise DatasetError(str(self.path), "file not found")
+        if self.documents is not None:
+            self.documents.check()
 
     def estimate_count(self) -> int:
         """Roughly how many records the file holds (its line count), for progress bars; 0
@@ -84,18 +93,22 @@ class FileDataset:
 
     def describe(self) -> dict[str, Any]:
         """What a reader of the outputs needs to know about the data."""
-        return {"format": self.format, "path": str(self.path)}
+        out: dict[str, Any] = {"format": self.format, "path": str(self.path)}
+        return out if self.documents is None else {**out, **self.documents.describe()}
 
     def corpus(self) -> Corpus | None:
-        """None: a file of samples has no corpus to search."""
-        return None
+        """The documents of ``dataset.corpus``; None without one."""
+        return None if self.documents is None else self.documents.corpus()
 
     def sha256(self) -> str:
         """Content hash of the whole file (computed while reading when read to the end;
         otherwise read again, and a ``DatasetError`` if it changed since)."""
-        if self._complete:
-            return self._hasher.hexdigest()
-        return file_sha256(self.path, self._signature)
+        data = self._hasher.hexdigest() if self._complete else file_sha256(
+            self.path, self._signature
+        )
+        if self.documents is None:
+            return data
+        return combined_sha256({"data": data, "corpus": self.documents.sha256()})
 
     def _opened(self, signature: Signature) -> None:
         self._signature = signature
@@ -179,6 +192,7 @@ class CsvDataset(FileDataset):
         path: The file to read.
         fields: Harness field -> column name.
         delimiter: The column separator: one character; ``\\t`` for a tab.
+        corpus: A documents file for a corpus retriever.
     """
 
     format = "csv"
@@ -188,14 +202,15 @@ class CsvDataset(FileDataset):
         path: str | os.PathLike[str] | None,
         fields: Mapping[str, str] | None = None,
         delimiter: str = ",",
+        corpus: str | os.PathLike[str] | None = None,
     ) -> None:
-        super().__init__(path, fields)
+        super().__init__(path, fields, corpus)
         self.delimiter = csv_delimiter(delimiter)
 
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit``."""
         parser = RecordParser(str(self.path), self.fields, cells_are_text=True)
-        _allow_large_cells()
+        allow_large_cells()
         lines = self._lines()
         reader = csv.reader((text for _, text in lines), delimiter=self.delimiter, strict=True)
         try:
@@ -226,19 +241,6 @@ class CsvDataset(FileDataset):
             raise DatasetError(
                 str(self.path), f"malformed CSV ({e})", line=reader.line_num
             ) from None
-
-
-def _allow_large_cells() -> None:
-    """Lift the csv module's 128 KiB cell limit: a chunk may be megabytes long."""
-    import sys
-
-    limit = sys.maxsize
-    while True:
-        try:
-            csv.field_size_limit(limit)
-            return
-        except OverflowError:
-            limit //= 2
 
 
 class ParquetDataset(FileDataset):

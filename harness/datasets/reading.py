@@ -194,6 +194,20 @@ def count_lines(path: Path) -> int:
     return lines + (last != b"\n")
 
 
+def allow_large_cells() -> None:
+    """Lift the csv module's 128 KiB cell limit: a chunk may be megabytes long."""
+    import csv
+    import sys
+
+    limit = sys.maxsize
+    while True:
+        try:
+            csv.field_size_limit(limit)
+            return
+        except OverflowError:
+            limit //= 2
+
+
 def decode_line(raw: bytes, path: str | os.PathLike[str], number: int) -> str:
     """Line ``number`` (1-based) of ``path`` as text: UTF-8, a leading BOM dropped."""
     try:

@@ -1,0 +1,172 @@
+"""A documents file beside a question file (``dataset.corpus=PATH``): the corpus a corpus
+retriever (bm25, dense, hybrid, chroma, custom, ...) searches, without a BEIR folder.
+
+One document a record, with ``_id`` (BEIR's ``corpus.jsonl``) or ``id``, ``text`` and an
+optional ``title``; other fields are ignored. The format follows the file's name:
+``.parquet`` (or ``.pq``), ``.csv``, ``.tsv`` (tab-separated), anything else JSON lines
+(``.jsonl``, ``.json``, ``.ndjson``). Every malformed record is a one-line ``DatasetError``
+naming the file, line (row) and field; ids must be unique.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import DatasetError
+from harness.core.types import Corpus, Document
+from harness.datasets.fields import MappedColumns
+from harness.datasets.parquet import read_parquet
+from harness.datasets.reading import (
+    allow_large_cells,
+    decode_line,
+    file_sha256,
+    read_lines,
+    setting_path,
+    stat_file,
+)
+
+#: The columns a documents file may name its id by, in order of preference.
+ID_COLUMNS = ("_id", "id")
+
+
+def corpus_format(path: Path) -> str:
+    """``parquet``, ``csv``, ``tsv`` or ``jsonl``, from the file's name."""
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix in (".csv", ".tsv"):
+        return suffix[1:]
+    return "jsonl"
+
+
+class CorpusFile:
+    """The documents of one file, read once (on first use) and kept.
+
+    Args:
+        path: The documents file (``dataset.corpus``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.format = corpus_format(path)
+        self._corpus: Corpus | None = None
+        self._records = 0
+
+    def check(self) -> None:
+        """A ``DatasetError`` when the file is missing or is not a readable file."""
+        if not stat_file(self.path):
+            raise DatasetError(
+                str(self.path), "file not found (dataset.corpus: a JSONL, Parquet or CSV file "
+                "of documents with _id or id, text and an optional title)"
+            )
+
+    def corpus(self) -> Corpus:
+        """The documents in file order, keyed by their content (``documents_key``)."""
+        if self._corpus is None:
+            # the BEIR readers' checks; imported here, as harness.datasets.beir imports
+            # harness.datasets.files, which imports this module
+            from harness.datasets.beir.files import documents_key
+
+            self.check()
+            docs: list[Document] = []
+            first: dict[str, int] = {}
+            for line, record in self._records_of():
+                self._records += 1
+                docs.append(_document(self.path, record, line, first))
+            if not docs:
+                raise DatasetError(str(self.path), "contains no documents (dataset.corpus)")
+            self._corpus = Corpus(docs, documents_key(docs))
+        return self._corpus
+
+    def sha256(self) -> str:
+        """The sha256 of the file's bytes."""
+        return file_sha256(self.path)
+
+    def describe(self) -> dict[str, Any]:
+        """The file, its format and how many documents it holds."""
+        return {
+            "corpus": str(self.path),
+            "corpus_format": self.format,
+            "documents": len(self.corpus().documents),
+        }
+
+    def _records_of(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self.format == "parquet":
+            columns = MappedColumns(str(self.path), {}, "dataset.corpus")
+            for index, raw in read_parquet(self.path, columns):
+                yield index + 1, raw
+        elif self.format in ("csv", "tsv"):
+            yield from _csv_records(self.path, "\t" if self.format == "tsv" else ",")
+        else:
+            from harness.datasets.beir.files import read_jsonl
+
+            yield from read_jsonl(self.path)
+
+
+def _document(path: Path, record: dict[str, Any], line: int, first: dict[str, int]) -> Document:
+    """The document in ``record``; a ``DatasetError`` naming the line and field."""
+    from harness.datasets.beir.files import id_field, text_field
+
+    name = next((c for c in ID_COLUMNS if record.get(c) not in (None, "")), None)
+    if name is None:
+        raise DatasetError(
+            str(path), "missing (a document needs _id or id)", line=line, field=ID_COLUMNS[0]
+        )
+    did = id_field(path, record, name, line)
+    if did in first:
+        raise DatasetError(
+            str(path), f"duplicate id {did!r} (first used on line {first[did]})",
+            line=line, field=name,
+        )
+    first[did] = line
+    title = text_field(path, record, "title", line, required=False)
+    text = text_field(path, record, "text", line, required=True)
+    return Document(did, title, text)
+
+
+def _csv_records(path: Path, delimiter: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line, record)`` for each data row of a CSV file with a header; an empty cell is
+    an absent field."""
+    allow_large_cells()
+    lines = (decode_line(raw, path, number) for number, raw in read_lines(path))
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return
+        if not any(c in header for c in ID_COLUMNS) or "text" not in header:
+            raise DatasetError(
+                str(path), f"the header {header[:6]!r} lacks _id (or id) and text columns",
+                line=1,
+            )
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise DatasetError(
+                    str(path), f"has {len(row)} columns but the header has {len(header)}",
+                    line=reader.line_num,
+                )
+            record = {k: v for k, v in zip(header, row, strict=True) if v != ""}
+            yield reader.line_num, record
+    except csv.Error as e:
+        raise DatasetError(str(path), f"malformed CSV ({e})", line=reader.line_num) from None
+
+
+def corpus_file(value: object) -> CorpusFile | None:
+    """The documents file ``dataset.corpus`` names, or ``None`` when it names none."""
+    if value is None or value == "":
+        return None
+    return CorpusFile(setting_path("dataset.corpus", value))
+
+
+def combined_sha256(parts: dict[str, str]) -> str:
+    """The sha256 of the lines ``"<label> <sha256>"`` (the data file and its corpus)."""
+    outer = hashlib.sha256()
+    for label, digest in parts.items():
+        outer.update(f"{label} {digest}\n".encode())
+    return outer.hexdigest()
