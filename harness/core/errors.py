@@ -75,6 +75,11 @@ class JudgeUnavailable(HarnessError):
     """The judge endpoint stopped accepting connections: the run stops, keeping its rows."""
 
 
+class ComponentFailed(HarnessError):
+    """A component's code (a user's retriever or metric, a factory) raised, or answered
+    something it must not: the run stops, keeping its rows, like a judge gone away."""
+
+
 class JudgeParseError(JudgeError):
     """The judge answered, but not in the shape asked for."""
 

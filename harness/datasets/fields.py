@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from harness.core.errors import ConfigError, DatasetError, closest
+from harness.core.text import text_problem as text_problem  # the check lives there
 from harness.core.types import SAMPLE_FIELDS
 
 #: Column names kept for the hint of a mapping that matches no column.
@@ -56,24 +57,6 @@ def columnar(raw: object, fields: Mapping[str, str]) -> bool:
         ):
             return True
     return False
-
-
-def text_problem(text: str) -> str | None:
-    """What makes ``text`` unwritable as UTF-8, or None.
-
-    JSON's ``\\ud800`` escapes, Python literals and Python strings can hold a lone
-    surrogate; UTF-8 cannot, so such a text would parse, then fail when written.
-    """
-    if text.isascii():  # O(1) in CPython: the common case costs nothing
-        return None
-    try:
-        text.encode("utf-8")  # fails on a surrogate code point, and only there
-    except UnicodeEncodeError as e:
-        return (
-            f"contains a lone surrogate (\\u{ord(text[e.start]):04x}), which is not valid "
-            "Unicode; fix the text"
-        )
-    return None
 
 
 def field_map(fields: Mapping[str, str] | None) -> dict[str, str]:

@@ -68,6 +68,7 @@ from typing import Annotated, Any
 from harness.core.errors import ConfigError
 from harness.core.types import Corpus, Hit, RagSample
 from harness.core.validation import Range
+from harness.retrievers.boundary import check_hits, guarded, label
 from harness.retrievers.fill import check_optional_top_k, fill_samples
 
 
@@ -125,7 +126,7 @@ class SearchRetriever(ABC):
                     "has none; use a BEIR dataset (dataset=beir dataset.path=DIR)"
                 )
             return
-        self.index(corpus)
+        guarded(f"retriever {label(self)}", "index()", lambda: self.index(corpus))
 
     def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
         """The samples, in order, with ``retrieved_contexts`` / ``retrieved_context_ids``
@@ -143,22 +144,10 @@ class SearchRetriever(ABC):
         return f"{cls.__module__}.{cls.__qualname__}"
 
     def _checked_search(self, queries: list[str]) -> list[list[Hit]]:
-        """``search``, with its answer checked: a mistake is named here, not in a metric."""
-        results = self.search(queries)
-        where = f"retriever ({self.name()}).search"
-        if not isinstance(results, list) or len(results) != len(queries):
-            got = f"{len(results)} lists" if isinstance(results, list) else repr(type(results))
-            raise TypeError(
-                f"{where}: expected one list of hits per query ({len(queries)}), got {got}"
-            )
-        for n, hits in enumerate(results):
-            if not isinstance(hits, list):
-                raise TypeError(f"{where}: query {n}: expected a list of Hit, got {hits!r}")
-            for hit in hits:
-                if not (
-                    isinstance(hit, Hit) and isinstance(hit.id, str) and isinstance(hit.text, str)
-                ):
-                    raise TypeError(
-                        f"{where}: query {n}: expected Hit(id: str, text: str), got {hit!r}"
-                    )
+        """``search`` behind the boundary of users' code (``harness.retrievers.boundary``):
+        what it raises is one line naming this retriever, and its answer is checked, so a
+        mistake is named here, not in a metric or the row writer."""
+        component = f"retriever {label(self)}"
+        results = guarded(component, "search()", lambda: self.search(queries), mid_run=True)
+        check_hits(component, results, len(queries))
         return results

@@ -13,13 +13,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from harness.core.errors import ConfigError, headline
+from harness.core.errors import ComponentFailed, headline
 from harness.core.protocols import Metric
 from harness.core.redact import redact
 from harness.core.text import clip
 from harness.core.types import RagSample, SampleResult
 from harness.metrics.retrieval import at_cutoffs, retrieval_summary, sample_grades
-from harness.run.outputs import json_line
+from harness.retrievers.boundary import guarded, quote
+from harness.run.outputs import OutputError, json_line
+from harness.run.outputs.folder import hint, reason
+from harness.run.missed import explain_low_scores
 from harness.run.sampling import Evenly
 
 _MAX_REASONS = 20
@@ -176,22 +179,30 @@ def evaluate(
                 tally.retrieval[name] = tally.retrieval.get(name, 0.0) + value
         if result.score is None and result.error:
             result.error = redact(result.error)
-        row = explained(result.to_row(), sample, row_text_chars)
+        row = explain_low_scores(explained(result.to_row(), sample, row_text_chars), sample,
+                                 row_text_chars, min_grade)
         tally.record(result, row)
         return json_line(row)
 
     def write(lines: list[str]) -> None:
         if sink is not None and lines:
-            sink.write("\n".join(lines) + "\n")
-            sink.flush()
+            try:
+                sink.write("\n".join(lines) + "\n")
+                sink.flush()
+            except OSError as e:  # named here: inside score_batch it is no metric's fault
+                where = getattr(sink, "name", "the rows file")
+                raise OutputError(f"cannot write {where} ({reason(e)}){hint(e)}; the rows "
+                                  "written so far are kept there") from None
 
+    component = f"metric {metric.name}"
     for batch in batches:
         rows = _InOrder(batch, consume, write, progress)
-        results = metric.score_batch(batch, rows.on_done)
-        if len(results) != len(batch):
-            raise ConfigError(
-                f"metric {metric.name}: score_batch returned {len(results)} results "
-                f"for {len(batch)} samples"
+        results = guarded(component, "score_batch()",
+                          lambda: metric.score_batch(batch, rows.on_done))  # noqa: B023
+        if not isinstance(results, list) or len(results) != len(batch):
+            got = f"{len(results)} results" if isinstance(results, list) else quote(results)
+            raise ComponentFailed(
+                f"{component}: score_batch() returned {got} for {len(batch)} samples"
             )
         rows.finish(results)
     tally.duration_s = time.perf_counter() - tally.started

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.core.errors import HarnessError, JudgeUnavailable
+from harness.core.errors import ComponentFailed, HarnessError, JudgeUnavailable
 from harness.core.protocols import Parts
 from harness.core.redact import redact, redact_tree
 from harness.core.settings import Job
@@ -45,7 +45,7 @@ def tracked(
     )
     try:
         yield
-    except (JudgeUnavailable, OutputError):
+    except (JudgeUnavailable, ComponentFailed, OutputError):
         parts.tracker.abort("FAILED")  # the rows so far stay, in the .partial file
         raise
     except HarnessError:

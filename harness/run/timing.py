@@ -17,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.described import index_facts
+from harness.core.errors import ComponentFailed
 from harness.core.protocols import Retriever
 from harness.core.types import Corpus, RagSample
+from harness.retrievers.boundary import check_samples, guarded, label, quote
 
 
 class Timed:
@@ -32,6 +34,7 @@ class Timed:
 
     def __init__(self, inner: Retriever, per_call: int | None) -> None:
         self.inner = inner
+        self.component = f"retriever {label(inner)}"
         self.per_call = per_call
         self.needs_corpus = inner.needs_corpus
         self.searches = inner.searches
@@ -41,25 +44,36 @@ class Timed:
 
     def prepare(self, corpus: Corpus | None) -> None:
         start = time.perf_counter()
-        self.inner.prepare(corpus)
+        guarded(self.component, "prepare()", lambda: self.inner.prepare(corpus))
         self.prepare_s = time.perf_counter() - start
 
     def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
         if self.per_call is None:
-            return self.inner.retrieve_batch(samples)
+            return self._retrieve(samples)
         out: list[RagSample] = []
         for start in range(0, len(samples), self.per_call):
             part = samples[start : start + self.per_call]
             began = time.perf_counter()
-            found = self.inner.retrieve_batch(part)
+            found = self._retrieve(part)
             took = time.perf_counter() - began
             self.latencies.append(took)
             self.searched += took
             out.extend(found)
         return out
 
+    def _retrieve(self, samples: Sequence[RagSample]) -> list[RagSample]:
+        """The inner ``retrieve_batch`` behind the boundary of users' code, its answer
+        checked (``harness.retrievers.boundary``)."""
+        found = guarded(self.component, "retrieve_batch()",
+                        lambda: self.inner.retrieve_batch(samples), mid_run=True)
+        return check_samples(self.component, samples, found)
+
     def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
+        described = guarded(self.component, "describe()", self.inner.describe)
+        if not isinstance(described, dict):
+            raise ComponentFailed(f"{self.component}: describe() returned {quote(described)}; "
+                                  "expected a dict")
+        return described
 
     def mark(self) -> None:
         """Start counting retrieval time anew (scoring starts: what is searched from now

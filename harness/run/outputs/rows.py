@@ -10,6 +10,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.core.text import writable
 from harness.run.outputs.folder import OutputError, hint, reason
 
 PARTIAL = ".partial"
@@ -55,7 +56,11 @@ def json_line(row: Any) -> str:
     """One JSON-lines row (no newline): UTF-8 kept, but line separators escaped, so readers
     that split lines on them do not cut the row."""
     line = _ENCODE(row)
-    return line if line.isascii() else line.translate(_LINE_BREAKS)
+    if line.isascii():
+        return line
+    # inputs are checked where they are read (datasets, retrievers); what is left is a
+    # server's or a library's text (a judge's reason), whose lone surrogates become U+FFFD
+    return writable(line).translate(_LINE_BREAKS)
 
 
 def strip_keys(path: Path, keys: Collection[str]) -> None:
