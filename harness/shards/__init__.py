@@ -30,6 +30,8 @@ from harness.core.types import RagSample
 from harness.datasets.files import jsonl_file
 from harness.metrics.retrieval import dropped_names
 from harness.run.loop import Tally
+from harness.run.outputs import OutputError
+from harness.run.outputs.folder import hint, reason
 from harness.shards.merge import mapped_columns, merge, unique_ids
 from harness.shards.plan import plan
 from harness.shards.worker import ShardResult, ShardWorker
@@ -106,7 +108,10 @@ def score_shards(
     into = Tally(parts.metric.name)
     spans = plan(parts.dataset, parts.settings.shards, parts.settings.limit)
     folder = job.out_dir.resolve() / ".shards"
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot write {folder} ({reason(e)}){hint(e)}") from None
     # what a worker builds its parts from: no tracking settings (credentials stay here)
     config = {k: job.config[k] for k in WORKER_GROUPS if k in job.config}
     workers = [ShardWorker(config, s, str(folder / f"rows-{s.index:04d}.jsonl"), os.getcwd())
@@ -133,9 +138,13 @@ def score_shards(
                     pool.call(range(len(workers)), "strip", dropped)
         finally:
             pool.close()
-        sink.flush()
-        for worker in workers:
-            append(Path(worker.rows), sink.buffer)
+        try:
+            sink.flush()
+            for worker in workers:
+                append(Path(worker.rows), sink.buffer)
+        except OSError as e:  # the shards' rows are there: the run's rows file is not
+            raise OutputError(f"cannot write {getattr(sink, 'name', 'the rows file')} "
+                              f"({reason(e)}){hint(e)}; the shards' rows are not kept") from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     timed = parts.retriever

@@ -74,6 +74,7 @@ def plan(dataset: Dataset, count: int, limit: int | None) -> list[Span]:
         return _byte_spans(jsonl.path, count, limit)
     total = dataset.estimate_count()  # may be approximate: the last shard reads to the end
     total = total if limit is None else min(total, limit)
+    count = min(count, max(total, 1))  # more shards than samples: one per sample
     cuts = sorted({i * total // count for i in range(count)})
     return [
         Span(i, len(cuts), start, cuts[i + 1] if i + 1 < len(cuts) else limit)
@@ -86,19 +87,25 @@ def _byte_spans(path: Path, count: int, limit: int | None) -> list[Span]:
         version = signature(f)
         end = version[2] if limit is None else _end_of_records(f, path, limit)
         f.seek(0)
-        targets = [i * end // count for i in range(1, count)]
+        # shard i+1 starts at the first line end at or after byte (i+1)*end//count: computed
+        # as it is needed, never listed (run.shards=10**9 on a 6-line file makes 6 shards)
+        targets = count - 1
         cuts, lines = [0], [0]  # where each shard starts: byte offset, lines before it
         offset = seen = done = 0  # bytes read, newlines in them, targets placed
-        while done < len(targets) and offset < end and (block := read_block(f, path)):
+        while done < targets and offset < end and (block := read_block(f, path)):
             block, at = block[: end - offset], 0
-            while done < len(targets):
-                newline = block.find(b"\n", max(targets[done] - 1 - offset, at))
+            counted = before = 0  # newlines in block[:counted] (counted once, not per cut)
+            while done < targets:
+                target = (done + 1) * end // count
+                newline = block.find(b"\n", max(target - 1 - offset, at))
                 if newline < 0:
                     break  # in a later block
                 at = newline + 1
                 if offset + at < end:
+                    before += block.count(b"\n", counted, at)
+                    counted = at
                     cuts.append(offset + at)
-                    lines.append(seen + block.count(b"\n", 0, at))
+                    lines.append(seen + before)
                 done += 1
             seen += block.count(b"\n")
             offset += len(block)

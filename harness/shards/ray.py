@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.core.errors import ConfigError
+from harness.core.redact import redact
+from harness.core.text import one_line
 from harness.shards.worker import Outcome, ShardFailed, ShardResult, ShardWorker, failure
 
 #: Seconds between polls of the actors' progress.
@@ -35,7 +37,8 @@ class RayPool:
             try:
                 ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
             except Exception as e:  # noqa: BLE001 - Ray's many ways of not connecting
-                why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                why = one_line(redact(str(e).strip().splitlines()[0])) if str(e).strip() else (
+                    type(e).__name__)
                 raise ConfigError(
                     f"run.shard_backend=ray: cannot start or reach a Ray cluster ({why}); "
                     "check RAY_ADDRESS, or use run.shard_backend=processes"
@@ -83,7 +86,8 @@ class RayPool:
         try:
             return self.ray.get(ref)
         except self.ray.exceptions.RayError as e:
-            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            why = one_line(redact(str(e).strip().splitlines()[0])) if str(e).strip() else (
+                    type(e).__name__)
             raise ShardFailed(
                 f"{self.spans[i].describe()}: its Ray actor failed ({why}); the run is not kept"
             ) from None

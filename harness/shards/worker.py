@@ -5,6 +5,7 @@ and strips its rows when the parent asks."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import traceback
 from array import array
@@ -15,10 +16,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness.core.errors import HarnessError
 from harness.core.protocols import Metric, OnDone, Parts
+from harness.core.redact import redact
+from harness.core.text import one_line
 from harness.core.types import RagSample, SampleResult
 from harness.datasets.fields import MappedColumns
 from harness.metrics.retrieval import at_cutoffs
+from harness.retrievers.boundary import error_text
 from harness.run.loop import Tally
+from harness.run.outputs.folder import hint, reason
 from harness.shards.merge import fold
 from harness.shards.plan import JsonlSpan, Span, shard
 
@@ -32,10 +37,6 @@ WORKER_REASONS = 100_000
 
 class ShardFailed(HarnessError):
     """A shard's worker failed, or died, outside the errors it reports itself."""
-
-
-class ShardCrashed(RuntimeError):
-    """A shard's worker raised an unexpected exception (a bug): its traceback follows."""
 
 
 @dataclass
@@ -53,7 +54,7 @@ class ShardResult:
 
 
 #: A worker's answer: ``("result", value)``, ``("error", (module, class, message, attrs))``
-#: for a ``HarnessError``, or ``("crash", traceback)``.
+#: for a ``HarnessError`` (or an ``OSError`` with a path), or ``("crash", (line, traceback))``.
 Outcome = tuple[str, Any]
 
 
@@ -134,13 +135,27 @@ class ShardWorker:
 
     @staticmethod
     def _answer(work: Callable[[], Any]) -> Outcome:
+        # Everything that leaves the worker is text no one redacted yet: it is redacted
+        # here (URI credentials, the worker's own registered secrets) and again in the parent.
         try:
             return "result", work()
         except HarnessError as e:
-            attrs = {k: v for k, v in vars(e).items() if isinstance(v, str | int | float | None)}
-            return "error", (type(e).__module__, type(e).__name__, str(e), attrs)
-        except Exception:  # noqa: BLE001 - a bug: the parent shows its traceback
-            return "crash", traceback.format_exc()
+            attrs = {k: redact(v) if isinstance(v, str) else v for k, v in vars(e).items()
+                     if isinstance(v, str | int | float | None)}
+            return "error", (type(e).__module__, type(e).__name__, redact(str(e)), attrs)
+        except OSError as e:  # a full disk, a vanished folder: the path and the cause
+            if e.filename is None:
+                return "crash", _crash(e)
+            where = redact(str(e.filename))
+            message = f"cannot write {where} ({reason(e)}){hint(e)}"
+            return "error", ("harness.run.outputs.folder", "OutputError", message, {})
+        except Exception as e:  # noqa: BLE001 - a bug: one line, the trace in the debug log
+            return "crash", _crash(e)
+
+
+def _crash(error: BaseException) -> tuple[str, str]:
+    """An unexpected exception as ``(Type: message, traceback)``, both redacted."""
+    return error_text(error), redact(traceback.format_exc())
 
 
 class Harvest:
@@ -199,18 +214,23 @@ class Harvest:
 
 
 def failure(outcome: Outcome, span: Span) -> BaseException:
-    """The exception to raise in the parent for a worker's failed ``outcome``."""
+    """The exception to raise in the parent for a worker's failed ``outcome``: one line,
+    redacted (a crash's redacted traceback goes to the debug log, never to the console)."""
     import importlib
 
     kind, value = outcome
     if kind == "crash":
-        return ShardCrashed(f"{span.describe()} failed:\n{value}")
+        line, trace = value
+        logging.getLogger(__name__).debug("%s failed:\n%s", span.describe(), redact(trace))
+        return ShardFailed(f"{span.describe()}: its worker failed: {one_line(redact(line))}")
     module, name, message, attrs = value
+    message = redact(message)
     cls = getattr(importlib.import_module(module), name, None) if (
         module.startswith("harness.")) else None
     if isinstance(cls, type) and issubclass(cls, HarnessError):
         error = cls.__new__(cls)
         Exception.__init__(error, f"{span.describe()}: {message}")
-        error.__dict__.update(attrs)
+        error.__dict__.update({k: redact(v) if isinstance(v, str) else v
+                               for k, v in attrs.items()})
         return error
     return ShardFailed(f"{span.describe()}: {message}")
