@@ -136,6 +136,7 @@ RANKS = {
     "config": 7,
     "shards": 8,
     "api": 9, "extend": 9,
+    "testing": 9.5,
     "cli": 10,
     "__main__": 11,
 }

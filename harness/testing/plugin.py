@@ -1,0 +1,184 @@
+"""The pytest plugin (entry point ``pytest11``: ``harness = "harness.testing.plugin"``).
+
+What it adds, all opt-in (a session that uses none of it runs exactly as without it):
+
+* the ``harness_eval`` fixture: ``harness_eval.assert_context_precision(samples, metric,
+  floors={...})`` and ``harness_eval.check_config(path)``, with the session's settings
+  (``--harness-override KEY=VALUE``, ini ``harness_overrides``) applied after the test's;
+* the ``harness_config`` marker: ``@pytest.mark.harness_config("harness_ci.yaml")`` runs the
+  config file (read against the test file's folder) before the test's body and fails the test
+  below its floors; the ``harness_result`` fixture hands the body that run's result;
+* a "harness context precision" section at the end of a session that checked anything.
+
+Importing it loads only pytest and the standard library; the harness loads when a test uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from harness.testing import checks
+
+if TYPE_CHECKING:
+    from harness.api import EvaluationResult
+
+T = TypeVar("T")
+MARKER = "harness_config"
+_RESULT = pytest.StashKey["EvaluationResult"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--harness-override`` and ini ``harness_overrides``: settings for every check."""
+    group = parser.getgroup("harness", "context precision (harness)")
+    group.addoption("--harness-override", action="append", default=[], metavar="KEY=VALUE",
+                    help="a harness setting for every check of the session, e.g. "
+                         "judge.base_url=URL (repeatable; after the ini's)")
+    parser.addini("harness_overrides", type="linelist", default=[],
+                  help="harness settings (KEY=VALUE, one a line) for every check")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the marker (``--strict-markers`` accepts it)."""
+    config.addinivalue_line(
+        "markers", f"{MARKER}(path, floors=None, overrides=(), worst=None): run a harness "
+        "config file before the test and fail it below the file's floors")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """This session's checks are kept apart from an outer session's (pytester)."""
+    checks.begin_session()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line per check the session made, if it made any."""
+    made = checks.end_session()
+    if not made:
+        return
+    failed = sum(1 for c in made if c.failed)
+    terminalreporter.write_sep("=", f"harness context precision: {len(made) - failed} passed, "
+                                    f"{failed} failed")
+    for check in made:
+        terminalreporter.write_line(check.line())
+
+
+def session_overrides(config: pytest.Config) -> list[str]:
+    """The ini's settings, then the command line's."""
+    return [*config.getini("harness_overrides"), *config.getoption("harness_override")]
+
+
+class HarnessEval:
+    """The ``harness_eval`` fixture: the helpers of ``harness.testing`` with the session's
+    settings applied after a test's own."""
+
+    def __init__(self, overrides: Sequence[str]) -> None:
+        self.overrides = list(overrides)
+
+    def evaluate(self, samples: Sequence[Any], metric: str = "id_based", *,
+                 overrides: Sequence[str] = (), fields: Mapping[str, str] | None = None,
+                 ) -> EvaluationResult:
+        """``harness.evaluate`` with the session's settings, no floors."""
+        from harness.api import evaluate
+        from harness.testing.asserts import merged
+
+        return evaluate(samples, metric, overrides=merged(overrides, self.overrides),
+                        fields=fields)
+
+    def assert_context_precision(self, samples: Sequence[Any], metric: str = "id_based", *,
+                                 floors: Mapping[str, float], overrides: Sequence[str] = (),
+                                 **kwargs: Any) -> EvaluationResult:
+        """``harness.testing.assert_context_precision`` with the session's settings."""
+        __tracebackhide__ = True
+        from harness.testing.asserts import assert_context_precision, merged
+
+        return _guarded(lambda: assert_context_precision(
+            samples, metric, floors=floors, overrides=merged(overrides, self.overrides),
+            **kwargs))
+
+    def check_config(self, path: str | Path, *, overrides: Sequence[str] = (),
+                     **kwargs: Any) -> EvaluationResult:
+        """``harness.testing.check_config`` with the session's settings."""
+        __tracebackhide__ = True
+        from harness.testing.asserts import check_config, merged
+
+        return _guarded(lambda: check_config(
+            path, overrides=merged(self.overrides, overrides), **kwargs))
+
+
+@pytest.fixture
+def harness_eval(request: pytest.FixtureRequest) -> HarnessEval:
+    """Score samples or a config file with any variant and assert floors per number."""
+    return HarnessEval(session_overrides(request.config))
+
+
+@pytest.fixture
+def harness_result(request: pytest.FixtureRequest) -> EvaluationResult:
+    """The run of the test's ``harness_config`` marker (rows and summary)."""
+    item = request.node
+    if item.get_closest_marker(MARKER) is None:
+        pytest.fail(f"{item.nodeid}: the harness_result fixture needs "
+                    f"@pytest.mark.{MARKER}(PATH) on the test", pytrace=False)
+    return _guarded(lambda: _marked_run(item))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """A test marked ``harness_config`` fails below its floors before its body runs."""
+    __tracebackhide__ = True
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    from harness.testing.asserts import load_config
+    from harness.testing.checks import WORST, checked_floors, judge
+
+    path, kwargs = _marker_args(item)
+    spec = _guarded(lambda: load_config(path))
+    floors = _guarded(lambda: checked_floors(
+        {**spec.get("floors", {}), **(kwargs.get("floors") or {})}, f"{path}: floors"))
+    result = _guarded(lambda: _marked_run(item))
+    worst = kwargs.get("worst")
+    judge(result, spec.get("metric", "id_based"), floors, item.nodeid,
+          spec.get("worst", WORST) if worst is None else worst)
+
+
+def _guarded(call: Callable[[], T]) -> T:
+    """``call()``; a harness error (bad config, unreadable data) fails the test in one
+    ``error:`` line."""
+    __tracebackhide__ = True
+    from harness.core.errors import HarnessError
+
+    failure = None
+    try:
+        return call()
+    except HarnessError as e:
+        failure = f"error: {e}"
+    pytest.fail(failure, pytrace=False)  # outside the except: no "during handling" chain
+
+
+def _marker_args(item: pytest.Item) -> tuple[Path, dict[str, Any]]:
+    marker = item.get_closest_marker(MARKER)
+    assert marker is not None
+    if len(marker.args) != 1 or not isinstance(marker.args[0], (str, Path)):
+        pytest.fail(f"{item.nodeid}: @pytest.mark.{MARKER} takes one config file path, "
+                    f"got {marker.args!r}", pytrace=False)
+    unknown = set(marker.kwargs) - {"floors", "overrides", "worst"}
+    if unknown:
+        pytest.fail(f"{item.nodeid}: @pytest.mark.{MARKER}: unknown argument(s) "
+                    f"{sorted(unknown)}; it takes floors, overrides, worst", pytrace=False)
+    return item.path.parent / marker.args[0], dict(marker.kwargs)
+
+
+def _marked_run(item: pytest.Item) -> EvaluationResult:
+    """The marked test's run, once per test (the fixture and the check share it)."""
+    if _RESULT not in item.stash:
+        from harness.testing.asserts import load_config, merged, run_overrides
+
+        path, kwargs = _marker_args(item)
+        spec = load_config(path)
+        given = merged(spec["overrides"], session_overrides(item.config),
+                       kwargs.get("overrides") or ())
+        item.stash[_RESULT] = run_overrides(spec.get("metric", "id_based"), given)
+    return item.stash[_RESULT]
