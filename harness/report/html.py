@@ -54,17 +54,54 @@ def run_html(
     note = (f"All {n:,} samples." if len(rows) == n else
             f"{len(rows):,} of {n:,} samples: evenly spaced over the run, with up to 200 of "
             f"its unscored ones; samples.jsonl has them all.")
+    views = [compact(sample_view(position, row)) for position, row in rows]
     return render(
         RUN,
-        title=f"{summary.metric} on {summary.options.get('dataset', '?')}",
+        title=f"{summary.metric} on {dataset_name(summary)}",
         subtitle=(f"harness {summary.harness_version or '?'} · {summary.output_dir}"
                   f" · report written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"),
         facts=facts(summary),
         plots=shown,
         no_plots=NO_PLOTS.format(dir=summary.output_dir or "RUN_DIR"),
         rows_note=note,
-        rows=[sample_view(position, row) for position, row in rows],
+        n_rows=len(views),
+        rows_json=script_json(views),
+        page_size=PAGE_SIZE,
     )
+
+
+#: Samples drawn per page of the report (the rest wait in the page's data, not the DOM).
+PAGE_SIZE = 50
+
+
+def compact(view: dict[str, Any]) -> dict[str, Any]:
+    """A sample's view without what the page's script derives or defaults (empty values,
+    each chunk's colour and symbol): about half the bytes of a large report."""
+    out = {k: v for k, v in view.items() if not _empty(v)}
+    out["chunks"] = [{k: v for k, v in c.items() if k not in ("css", "icon") and not _empty(v)}
+                     for c in view["chunks"]]
+    return out
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value is False or (isinstance(value, str | list) and not value)
+
+
+def dataset_name(summary: RunSummary) -> str:
+    """What the title calls the data: the file or folder's name, else the dataset option."""
+    path = summary.dataset.get("path")
+    option = str(summary.options.get("dataset", "?"))
+    if isinstance(path, str) and path and path != "records":
+        return Path(path).name or option
+    return option
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is safe inside an HTML ``<script>`` element: ``<``, ``>`` and
+    ``&`` escaped, so no text a run holds can close the element or open a comment."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
 def _number(value: Any, digits: int = 4) -> str:
@@ -148,19 +185,46 @@ def sample_view(position: int, row: dict[str, Any]) -> dict[str, Any]:
     extra: list[tuple[str, str]] = []
     if row.get("success") is not None:
         extra.append(("success", "yes" if row["success"] else "no"))
+    score = row.get("score")
     return {
         "id": str(row.get("id")),
         "position": position + 1,
         "status": "scored" if scored else "unscored",
-        "score": _number(row.get("score")),
-        "question": None if row.get("question") is None else str(row["question"]),
+        "score": _number(score),
+        "value": score if scored and isinstance(score, int | float) and math.isfinite(score)
+        else None,
+        "question": _text(row.get("question")),
+        "reference": _text(row.get("reference")),
+        "response": _text(row.get("response")),
         "error": None if scored or row.get("error") is None else str(row["error"]),
-        "reason": None if row.get("reason") is None else str(row["reason"]),
-        "relevant": str(verdicts.count("relevant")) if scored else "",
-        "missed": "1" if "not relevant" in verdicts else "0",
+        "reason": _text(row.get("reason")),
+        "relevant": verdicts.count("relevant") if scored else None,
+        "irrelevant": "not relevant" in verdicts,
         "extra": extra,
         "chunks": chunks,
+        "missed": missed_of(row),
     }
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def missed_of(row: dict[str, Any]) -> list[dict[str, str | None]]:
+    """The relevant documents the retriever did not return (``missed_relevant`` of a row:
+    each with its ``id``, ``grade`` and, when the corpus has it, ``text``)."""
+    missed = row.get("missed_relevant")
+    if not isinstance(missed, list):
+        return []
+    out = []
+    for doc in missed:
+        if isinstance(doc, dict):
+            out.append({"id": _text(doc.get("id")),
+                        "grade": None if doc.get("grade") is None else _number(doc["grade"], 3),
+                        "text": _text(doc.get("text"))})
+        else:
+            out.append({"id": str(doc), "grade": None, "text": None})
+    return out
 
 
 def read_rows(path: Path) -> Iterator[dict[str, Any]]:

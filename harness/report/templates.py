@@ -45,31 +45,139 @@ ol.chunks { margin: 0; padding-left: 0; list-style: none; }
   white-space: pre-wrap; overflow-wrap: anywhere; }
 .error strong { display: block; }
 .empty { padding: 1rem; text-align: center; }
+.reference { margin: .2rem 0 .5rem; white-space: pre-wrap; overflow-wrap: anywhere; }
+.missed { margin-top: .5rem; } .missed ul { margin: .2rem 0 0; padding-left: 0; list-style: none; }
+.chunk.v-miss { border-left: 6px solid var(--ink); background: #fff; }
+.v-miss .badge { background: var(--ink); }
+.pager button, #worst { font: inherit; padding: .2rem .6rem; }
 """
 
 SCRIPT = """
 (function () {
-  var q = document.getElementById('search'), st = document.getElementById('status'),
-      vd = document.getElementById('verdicts'), shown = document.getElementById('shown'),
-      none = document.getElementById('none-shown'),
-      rows = Array.prototype.slice.call(document.querySelectorAll('.sample'));
-  rows.forEach(function (r) { r.dataset.text = r.textContent.toLowerCase(); });
-  function apply() {
-    var words = q.value.toLowerCase().split(/\\s+/).filter(Boolean), n = 0;
-    rows.forEach(function (r) {
-      var ok = words.every(function (w) { return r.dataset.text.indexOf(w) >= 0; });
-      if (st.value !== 'all') { ok = ok && r.dataset.status === st.value; }
-      if (vd.value === 'some') { ok = ok && r.dataset.relevant !== '0'; }
-      if (vd.value === 'none') { ok = ok && r.dataset.relevant === '0'; }
-      if (vd.value === 'miss') { ok = ok && r.dataset.missed === '1'; }
-      r.hidden = !ok; if (ok) { n += 1; }
-    });
-    shown.textContent = String(n);
-    none.hidden = n !== 0;
-  }
-  [q, st, vd].forEach(function (el) {
-    el.addEventListener('input', apply); el.addEventListener('change', apply);
+  // The samples live in the page's JSON data; only one page of them is in the DOM at a time,
+  // built with textContent (never innerHTML), so no text a run holds is parsed as markup.
+  var rows = JSON.parse(document.getElementById('rows-data').textContent),
+      size = Number(document.getElementById('samples-list').dataset.pageSize) || 50,
+      q = document.getElementById('search'), st = document.getElementById('status'),
+      vd = document.getElementById('verdicts'), so = document.getElementById('sort'),
+      shown = document.getElementById('shown'), none = document.getElementById('none-shown'),
+      list = document.getElementById('samples-list'), pageNo = document.getElementById('page'),
+      pages = document.getElementById('pages'), prev = document.getElementById('prev'),
+      next = document.getElementById('next'), worst = document.getElementById('worst'),
+      VERDICT = {relevant: ['v-rel', '\\u2713'], 'not relevant': ['v-not', '\\u2717'],
+                 'no verdict': ['v-none', '\\u2013']},
+      matching = [], page = 0;
+  rows.forEach(function (r) {  // what the page's data leaves out is empty
+    r.chunks = r.chunks || []; r.missed = r.missed || []; r.extra = r.extra || [];
+    r.value = r.value === undefined ? null : r.value;
+    r.relevant = r.relevant === undefined ? null : r.relevant;
+    r.chunks.forEach(function (c) { c.extra = c.extra || []; });
   });
+  function haystack(r) {
+    var parts = [r.id, r.question, r.reference, r.response, r.error, r.reason];
+    r.chunks.forEach(function (c) { parts.push(c.id, c.text, c.reason, c.label); });
+    r.missed.forEach(function (m) { parts.push(m.id, m.text); });
+    r.haystack = parts.filter(function (p) { return p; }).join('\\n').toLowerCase();
+    return r.haystack;
+  }
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = text; }
+    return e;
+  }
+  function labelled(cls, label, text) {
+    var p = el('div', cls); p.appendChild(el('strong', null, label + ' '));
+    p.appendChild(document.createTextNode(text)); return p;
+  }
+  function sample(r) {
+    var s = el('section', 'sample'), h = el('header');
+    s.id = 's-' + r.position; s.dataset.id = r.id; s.dataset.status = r.status;
+    h.appendChild(el('span', 'sid', r.id));
+    h.appendChild(el('span', 'score', r.status === 'scored' ? 'score ' + r.score : 'unscored'));
+    r.extra.forEach(function (kv) { h.appendChild(el('span', 'muted', kv[0] + ' ' + kv[1])); });
+    var line = el('span', 'muted', 'line ' + r.position); line.title = 'line of samples.jsonl';
+    h.appendChild(line); s.appendChild(h);
+    if (r.question != null) { s.appendChild(el('p', 'question', r.question)); }
+    if (r.reference != null) {
+      s.appendChild(labelled('reference', 'Reference answer:', r.reference));
+    }
+    if (r.response != null) { s.appendChild(labelled('reference', 'Response:', r.response)); }
+    if (r.error) { s.appendChild(labelled('error', '\\u26a0 Why unscored', r.error)); }
+    if (r.reason) { s.appendChild(labelled('reason', 'Why this score:', r.reason)); }
+    if (r.chunks.length) {
+      var ol = el('ol', 'chunks');
+      r.chunks.forEach(function (c, i) {
+        var look = VERDICT[c.label] || VERDICT['no verdict'];
+        var li = el('li', 'chunk ' + look[0]); li.dataset.verdict = c.label;
+        li.appendChild(el('span', 'badge', look[1] + ' ' + c.label));
+        var meta = 'rank ' + (i + 1) + (c.id != null ? ' \\u00b7 id ' + c.id : '');
+        c.extra.forEach(function (kv) { meta += ' \\u00b7 ' + kv[0] + ' ' + kv[1]; });
+        li.appendChild(el('span', 'meta', meta));
+        if (c.text != null) { li.appendChild(el('div', 'text', c.text)); }
+        if (c.reason) { li.appendChild(labelled('reason', 'Reason:', c.reason)); }
+        ol.appendChild(li);
+      });
+      s.appendChild(ol);
+    }
+    if (r.missed.length) {
+      var box = el('div', 'missed');
+      box.appendChild(el('strong', null, 'Missed: ' + r.missed.length +
+        ' relevant document' + (r.missed.length === 1 ? '' : 's') + ' not retrieved'));
+      var ul = el('ul');
+      r.missed.forEach(function (m) {
+        var li = el('li', 'chunk v-miss');
+        li.appendChild(el('span', 'badge', '\\u25cb missed'));
+        var grade = m.grade != null ? ' \\u00b7 grade ' + m.grade : '';
+        li.appendChild(el('span', 'meta', 'id ' + m.id + grade));
+        if (m.text != null) { li.appendChild(el('div', 'text', m.text)); }
+        ul.appendChild(li);
+      });
+      box.appendChild(ul); s.appendChild(box);
+    }
+    return s;
+  }
+  function keep(r, words) {
+    if (st.value !== 'all' && r.status !== st.value) { return false; }
+    if (vd.value === 'some' && !(r.relevant > 0)) { return false; }
+    if (vd.value === 'none' && r.relevant !== 0) { return false; }
+    if (vd.value === 'miss' && !r.irrelevant) { return false; }
+    if (vd.value === 'missed' && !r.missed.length) { return false; }
+    if (!words.length) { return true; }
+    var hay = r.haystack || haystack(r);  // built on the first search, not at load
+    return words.every(function (w) { return hay.indexOf(w) >= 0; });
+  }
+  function order(a, b) {
+    if (so.value === 'position') { return a.position - b.position; }
+    var x = a.value, y = b.value;  // unscored samples last either way
+    if (x === null || y === null) { return (x === null) - (y === null) || a.position - b.position; }
+    return (so.value === 'worst' ? x - y : y - x) || a.position - b.position;
+  }
+  function draw() {
+    var last = Math.max(0, Math.ceil(matching.length / size) - 1);
+    page = Math.min(Math.max(page, 0), last);
+    var frag = document.createDocumentFragment();
+    matching.slice(page * size, (page + 1) * size).forEach(function (r) {
+      frag.appendChild(sample(r));
+    });
+    list.replaceChildren(frag);
+    shown.textContent = String(matching.length);
+    pageNo.textContent = String(matching.length ? page + 1 : 0);
+    pages.textContent = String(last + (matching.length ? 1 : 0));
+    prev.disabled = page === 0; next.disabled = page >= last;
+    none.hidden = matching.length !== 0;
+  }
+  function apply() {
+    var words = q.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    matching = rows.filter(function (r) { return keep(r, words); });
+    matching.sort(order); page = 0; draw();
+  }
+  [q, st, vd, so].forEach(function (e) {
+    e.addEventListener('input', apply); e.addEventListener('change', apply);
+  });
+  prev.addEventListener('click', function () { page -= 1; draw(); list.scrollIntoView(); });
+  next.addEventListener('click', function () { page += 1; draw(); list.scrollIntoView(); });
+  worst.addEventListener('click', function () { so.value = 'worst'; apply(); });
   apply();
 })();
 """
@@ -105,33 +213,22 @@ RUN = _HEAD + """<h2 id="summary">Summary</h2>
   <select id="verdicts"><option value="any">any verdicts</option>
     <option value="some">some chunk relevant</option>
     <option value="none">no chunk relevant</option>
-    <option value="miss">some chunk not relevant</option></select>
-  <span><span id="shown">{{ rows|length }}</span> of {{ rows|length }} shown</span>
+    <option value="miss">some chunk not relevant</option>
+    <option value="missed">a relevant document missed</option></select>
+  <label for="sort">Order</label>
+  <select id="sort"><option value="position">as run</option>
+    <option value="worst">worst first</option><option value="best">best first</option></select>
+  <button type="button" id="worst">Worst first</button>
+  <span><span id="shown">{{ n_rows }}</span> of {{ n_rows }} shown</span>
+  <span class="pager"><button type="button" id="prev" aria-label="previous page">&larr;</button>
+    page <span id="page">1</span> of <span id="pages">1</span>
+    <button type="button" id="next" aria-label="next page">&rarr;</button></span>
 </div>
 <p id="none-shown" class="empty muted" hidden>No sample matches these filters.</p>
-{% for row in rows %}
-<section class="sample" id="s-{{ loop.index }}" data-id="{{ row.id }}"
-  data-status="{{ row.status }}" data-relevant="{{ row.relevant }}" data-missed="{{ row.missed }}">
-<header><span class="sid">{{ row.id }}</span>
-{% if row.status == 'scored' %}<span class="score">score {{ row.score }}</span>
-{% else %}<span class="score">unscored</span>{% endif %}
-{% for key, value in row.extra %}<span class="muted">{{ key }} {{ value }}</span>{% endfor %}
-<span class="muted" title="line of samples.jsonl">line {{ row.position }}</span></header>
-{% if row.question is not none %}<p class="question">{{ row.question }}</p>{% endif %}
-{% if row.error %}<div class="error"><strong>⚠ Why unscored</strong>{{ row.error }}</div>{% endif %}
-{% if row.reason %}<p class="reason"><strong>Why this score:</strong> {{ row.reason }}</p>
-{% endif %}
-{% if row.chunks %}<ol class="chunks">
-{% for c in row.chunks %}<li class="chunk {{ c.css }}" data-verdict="{{ c.label }}">
-<span class="badge">{{ c.icon }} {{ c.label }}</span>
-<span class="meta">rank {{ loop.index }}{% if c.id is not none %} · id {{ c.id }}{% endif %}
-{% for key, value in c.extra %} · {{ key }} {{ value }}{% endfor %}</span>
-{% if c.text is not none %}<div class="text">{{ c.text }}</div>{% endif %}
-{% if c.reason %}<div class="reason"><strong>Reason:</strong> {{ c.reason }}</div>{% endif %}
-</li>
-{% endfor %}</ol>{% endif %}
-</section>
-{% endfor %}
+<div id="samples-list" data-page-size="{{ page_size }}"></div>
+<noscript><p class="muted">The samples are drawn by the page's script; samples.jsonl has
+them all.</p></noscript>
+<script type="application/json" id="rows-data">{{ rows_json|safe }}</script>
 <script>{{ script|safe }}</script>
 </body></html>
 """

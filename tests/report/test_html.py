@@ -21,7 +21,13 @@ from harness.run.loop import Tally
 from harness.run.sampling import Evenly
 
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
-SECTION = '<section class="sample"'
+DATA = re.compile(r'<script type="application/json" id="rows-data">(.*?)</script>', re.S)
+
+
+def report_rows(html: str) -> list[dict[str, Any]]:
+    """The samples a report holds (its page data, drawn a page at a time by its script)."""
+    [data] = DATA.findall(html)
+    return list(json.loads(data))
 
 
 def hostile_dataset(tmp_path: Path) -> Path:
@@ -44,7 +50,7 @@ def test_a_tracked_run_writes_report_html_and_logs_it(tmp_path: Path, mlflow_sto
                      env={"MLFLOW_TRACKING_URI": mlflow_store}, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     html = (result.out_dir / "report.html").read_text("utf-8")
-    assert html.count(SECTION) == 30  # the bundled dataset's 30 samples, all shown
+    assert len(report_rows(html)) == 30  # the bundled dataset's 30 samples, all shown
     assert html.count('src="data:image/png;base64,') == 3  # the three plots, inline
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing fetched from outside
     [run] = mlflow_runs.runs(mlflow_store, "report_html")
@@ -54,10 +60,10 @@ def test_a_tracked_run_writes_report_html_and_logs_it(tmp_path: Path, mlflow_sto
     # rebuilt from the MLflow store by run id, and from the folder
     out = tmp_path / "again.html"
     assert report_main([run.info.run_id, f"tracking_uri={mlflow_store}", f"out={out}"]) == 0
-    assert out.read_text("utf-8").count(SECTION) == 30
+    assert len(report_rows(out.read_text("utf-8"))) == 30
     (result.out_dir / "report.html").unlink()
     assert report_main([str(result.out_dir)]) == 0
-    assert (result.out_dir / "report.html").read_text("utf-8").count(SECTION) == 30
+    assert len(report_rows((result.out_dir / "report.html").read_text("utf-8"))) == 30
 
 
 def test_every_text_is_escaped(tmp_path: Path) -> None:
@@ -67,9 +73,12 @@ def test_every_text_is_escaped(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     html = (result.out_dir / "report.html").read_text("utf-8")
     assert "window.pwned" in html  # the text is there ...
-    assert "<script>window.pwned" not in html and "<img src=x" not in html  # ... as text
-    assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in html
-    assert html.count("<script>") == 1  # the report's own filter script only
+    assert "<script>window.pwned" not in html and "<img src=x" not in html  # ... as data
+    assert "\\u003cscript\\u003ewindow.pwned = 1\\u003c/script\\u003e" in html
+    assert html.count("<script>") == 1  # the report's own script only
+    assert html.count("</script>") == 2  # ... and its data, which no text could close
+    evil = next(r for r in report_rows(html) if r["id"] == "evil")
+    assert evil["chunks"][0]["text"] == HOSTILE and evil["question"] == f"Is {HOSTILE} safe?"
     # tracking=none draws no plots: the report says so and how to get them
     assert "No plots" in html and "python -m harness.report" in html
 
@@ -167,8 +176,11 @@ def test_the_report_in_headless_chromium(tmp_path: Path, judge_server: JudgeServ
     try:
         driver.get((result.out_dir / "report.html").as_uri())
         assert driver.execute_script("return window.pwned") is None
-        samples = driver.find_elements(By.CSS_SELECTOR, ".sample")
-        assert len(samples) == 7
+
+        def shown() -> list[Any]:  # the page's samples as drawn now (redrawn by each control)
+            return driver.find_elements(By.CSS_SELECTOR, "#samples-list .sample")
+
+        assert len(shown()) == 7
         # q01 retrieves d001 (its reference), d002, d003
         q01 = driver.find_element(By.CSS_SELECTOR, '.sample[data-id="q01"]')
         badges = q01.find_elements(By.CSS_SELECTOR, ".chunk .badge")
@@ -177,27 +189,36 @@ def test_the_report_in_headless_chromium(tmp_path: Path, judge_server: JudgeServ
         assert colours == ["rgba(0, 114, 178, 1)"] + ["rgba(213, 94, 0, 1)"] * 2  # Okabe–Ito
         assert all(r.text.startswith("Reason: ") for r in q01.find_elements(
             By.CSS_SELECTOR, ".chunk .reason"))
+        # the reference answer the judge compared against is shown with the sample
+        reference = sample_rows()[0]["reference"]
+        assert q01.find_element(By.CSS_SELECTOR, ".reference").text == (
+            f"Reference answer: {reference}")
         evil = driver.find_element(By.CSS_SELECTOR, '.sample[data-id="evil"] .chunk .text')
         assert evil.text == HOSTILE  # shown as text, not run
         assert len(driver.find_elements(By.CSS_SELECTOR, ".plots img")) == 3
 
         Select(driver.find_element(By.ID, "status")).select_by_value("unscored")
-        shown = [s for s in samples if s.is_displayed()]
-        assert [s.get_attribute("data-id") for s in shown] == ["empty"]
-        assert error and error in shown[0].find_element(By.CSS_SELECTOR, ".error").text
+        assert [s.get_attribute("data-id") for s in shown()] == ["empty"]
+        assert error and error in shown()[0].find_element(By.CSS_SELECTOR, ".error").text
         assert driver.find_element(By.ID, "shown").text == "1"
 
         Select(driver.find_element(By.ID, "status")).select_by_value("all")
         Select(driver.find_element(By.ID, "verdicts")).select_by_value("none")
-        no_relevant = {s.get_attribute("data-id") for s in samples if s.is_displayed()}
+        no_relevant = {s.get_attribute("data-id") for s in shown()}
         expected = {r["id"] for r in result.rows() if r["score"] is not None
                     and not any(r["verdicts"])}
         assert no_relevant == expected
 
         Select(driver.find_element(By.ID, "verdicts")).select_by_value("any")
+        driver.find_element(By.ID, "worst").click()
+        scores = [r["score"] for r in result.rows() if r["score"] is not None]
+        drawn = [s.find_element(By.CSS_SELECTOR, ".score").text for s in shown()]
+        assert drawn[:len(scores)] == [f"score {v:.4f}" for v in sorted(scores)]
+        assert drawn[-1] == "unscored"  # unscored samples last
+
         search = driver.find_element(By.ID, "search")
         search.send_keys("pwned")
-        assert [s.get_attribute("data-id") for s in samples if s.is_displayed()] == ["evil"]
+        assert [s.get_attribute("data-id") for s in shown()] == ["evil"]
         search.clear()
         search.send_keys("no such words here")
         assert driver.find_element(By.ID, "none-shown").is_displayed()
@@ -211,3 +232,64 @@ def test_the_report_in_headless_chromium(tmp_path: Path, judge_server: JudgeServ
     finally:
         driver.quit()
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+@pytest.mark.browser
+def test_a_10000_query_report_opens_and_filters_fast_and_shows_what_was_missed(
+    tmp_path: Path,
+) -> None:
+    """The report of a 10,000-query run holds every sample, draws one page of them, filters
+    and sorts in the browser, and shows a zero-scoring sample's missed relevant documents."""
+    from selenium.webdriver.common.by import By
+
+    records = []
+    for i in range(10_000):
+        hit = i % 4 != 0  # every fourth query retrieves none of its two relevant documents
+        records.append({
+            "id": f"q{i:05d}", "user_input": f"question number {i}",
+            "retrieved_contexts": [f"chunk {i} a", f"chunk {i} b", f"chunk {i} c"],
+            "retrieved_context_ids": [f"d{i}a", f"d{i}b" if hit else f"x{i}b", f"d{i}c"],
+            "reference_context_ids": [f"d{i}b", f"r{i}"] if hit else [f"r{i}", f"s{i}"],
+            "reference_contexts": ["relevant text", f"relevant text of r{i}"] if hit
+            else [f"relevant text of r{i}", f"relevant text of s{i}"],
+        })
+    data = tmp_path / "big.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    result = run_cli("metric=id_ranked", "dataset=jsonl", f"dataset.path={data}",
+                     "tracking=none", "run.quiet=true", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    html_path = result.out_dir / "report.html"
+    assert len(report_rows(html_path.read_text("utf-8"))) == 10_000
+    driver = chromium()
+    try:
+        driver.get(html_path.as_uri())  # returns after the load event: the script has run
+        timing = driver.execute_script(
+            "var t = performance.getEntriesByType('navigation')[0];"
+            "return [t.domContentLoadedEventEnd, t.loadEventEnd];")
+        assert max(timing) < 2000, timing  # ms from navigation to a drawn first page
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#samples-list .sample")) == 50
+        assert driver.find_element(By.ID, "pages").text == "200"
+
+        took = driver.execute_script("""
+            var t0 = performance.now(), q = document.getElementById('search');
+            q.value = 'number 9999'; q.dispatchEvent(new Event('input'));
+            var filtered = performance.now() - t0;
+            q.value = ''; q.dispatchEvent(new Event('input'));
+            var t1 = performance.now();
+            document.getElementById('worst').click();
+            return [filtered, performance.now() - t1];""")
+        assert max(took) < 2000, took
+        first = driver.find_element(By.CSS_SELECTOR, "#samples-list .sample")
+        assert first.find_element(By.CSS_SELECTOR, ".score").text == "score 0.0000"
+        worst_id = first.get_attribute("data-id")
+        assert int(worst_id[1:]) % 4 == 0
+        missed = first.find_elements(By.CSS_SELECTOR, ".missed li")
+        i = int(worst_id[1:])
+        assert [m.find_element(By.CSS_SELECTOR, ".meta").text for m in missed] == [
+            f"id r{i} · grade 1.000", f"id s{i} · grade 1.000"]
+        assert missed[0].find_element(By.CSS_SELECTOR, ".text").text == f"relevant text of r{i}"
+        driver.find_element(By.ID, "next").click()
+        assert driver.find_element(By.ID, "page").text == "2"
+        assert driver.save_screenshot(str(tmp_path / "report_10k.png"))
+    finally:
+        driver.quit()
