@@ -4,6 +4,8 @@
 else: heavy libraries (mlflow, openai, rapidfuzz, hydra) load when they are used.
 """
 
+# harness.core first: it takes the working folder off sys.path before any other import
+import harness.core  # noqa: F401, I001
 from typing import Any
 
 from harness.core import moved

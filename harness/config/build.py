@@ -6,14 +6,23 @@ plain Python values.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from harness.core.errors import ConfigError, HarnessError, closest
 from harness.core.protocols import Dataset, Parts
+from harness.core.resolve import user_code
 from harness.core.settings import RunSettings
-from harness.core.trust import check_target, check_targets, trust_patterns, trusting, whitelist
+from harness.core.trust import (
+    check_target,
+    check_targets,
+    is_component,
+    trust_patterns,
+    trusting,
+    whitelist,
+)
 from harness.core.validation import check_arguments
 from harness.retrievers.custom import conforming
 
@@ -70,8 +79,11 @@ def instantiate(cfg: DictConfig, group: str) -> Any:
         check_targets(group, node)  # every _target_ trusted before any import
         groups = {str(k) for k in cfg}
         check_arguments(group, check_target(group, node["_target_"]), node, groups)
+        target = node["_target_"]
+        guard = contextlib.nullcontext() if is_component(target) else user_code(
+            f"{group}._target_", f"building {target}")
         try:
-            with execution_whitelist(whitelist()):
+            with execution_whitelist(whitelist()), guard:
                 return hydra_instantiate(cfg[group], _convert_="all")
         except HarnessError as e:
             raise _named(e, group) from None

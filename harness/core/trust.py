@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.core import moved
 from harness.core.errors import ConfigError, closest
+from harness.core.resolve import resolve, untrustable
 
 #: The package's configs, where Hydra finds them wherever the package is installed (a wheel in
 #: site-packages or a checkout): the package ``harness.conf``.
@@ -69,6 +70,11 @@ def _component(target: str) -> str | None:
 _NOTED: set[str] = set()
 
 
+def is_component(target: Any) -> bool:
+    """Whether ``target`` names one of the harness's components (not the user's code)."""
+    return isinstance(target, str) and _component(target) is not None
+
+
 #: The environment variable that trusts users' own packages (comma-separated patterns).
 TRUST_ENV = "HARNESS_TRUSTED_TARGETS"
 
@@ -114,7 +120,7 @@ def trust_patterns(setting: Any = None) -> tuple[str, ...]:
 
 def _untrustable(top: str) -> bool:
     """Whether trusting package ``top`` would let a config call any code."""
-    return top in ("harness", "hydra", "omegaconf", "builtins") or top in sys.stdlib_module_names
+    return untrustable(top)
 
 
 def _how_to_trust(path: Any) -> str:
@@ -192,8 +198,26 @@ def trusted_callable(where: str, path: Any) -> Callable[..., Any]:
     return found
 
 
+def trusted_packages(path: str) -> tuple[str, ...]:
+    """The package prefixes of the user's patterns in force that admit ``path``: what the
+    object it names must be defined in (``mypkg.*``: mypkg; ``mypkg.search.make``: mypkg)."""
+    out = []
+    for pattern in _USER_TRUST.get():
+        if pattern.endswith(".*") and path.startswith(pattern.removesuffix("*")):
+            out.append(pattern.removesuffix(".*"))
+        elif path == pattern:
+            out.append(pattern.split(".")[0])
+    return tuple(dict.fromkeys(out))
+
+
 def locate(where: str, path: str) -> Any:
-    """Import what ``path`` names (checked as trusted before); one-line ``ConfigError``."""
+    """Import what ``path`` names (checked as trusted before); one-line ``ConfigError``.
+
+    A harness component is imported by its path; the user's trusted code through
+    ``harness.core.resolve``: what the path resolves to must be defined in the trusted
+    package (``mypkg.os.system`` is refused), checked before anything is called."""
+    if _component(path) is None:
+        return resolve(where, path, trusted_packages(path))
     import logging
 
     from hydra.utils import get_object

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.errors import ConfigError
+from harness.core.resolve import user_code
 from harness.core.trust import check_trusted, trusted_callable
 from harness.core.types import Corpus, Hit
 from harness.core.validation import check_arguments, check_value
@@ -106,7 +107,8 @@ class FactoryRetriever(SearchRetriever):
         if corpus is not None and self.takes_documents:
             args["documents"] = self.documents(corpus)
         start = time.perf_counter()
-        built = self._factory(**args)
+        with user_code("retriever.factory", f"calling {self.factory}"):
+            built = self._factory(**args)
         seconds = round(time.perf_counter() - start, 3)
         self.retriever = self.accept(built)
         self.index_info = {"source": "built", "seconds": seconds}
