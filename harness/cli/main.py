@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -31,14 +33,13 @@ def _hydra_app() -> Callable[[], Any]:
     return app
 
 
-def _on_signal(signum: int, frame: Any) -> None:
-    from harness.core.errors import Interrupted
-
-    raise Interrupted(signum)
+#: A ``_target_`` (or a logging factory, ``()``) inside a mapping value: ``{_target_: x}``.
+_NESTED_TARGET = re.compile(r"""(?:^|[{,\s])['"]?(_target_|\(\))['"]?\s*:\s*['"]?([^,'"}\s]*)""")
 
 
 def _refuse_untrusted_hydra_targets(args: list[str]) -> None:
-    """Hydra builds its own nodes (``+hydra.callbacks.x._target_=...``) before any of our
+    """Hydra builds its own nodes (``+hydra.callbacks.x._target_=...``, or a mapping value
+    ``+hydra.callbacks.x={_target_: ...}``, a logging factory ``()``) before any of our
     checks: a target there must be on the allow-list too (nothing is imported)."""
     from harness.core.errors import ConfigError
     from harness.core.trust import trusted
@@ -46,9 +47,18 @@ def _refuse_untrusted_hydra_targets(args: list[str]) -> None:
     for arg in args:
         key, sep, value = arg.partition("=")
         key = key.lstrip("+~")
-        if sep and key.startswith("hydra.") and key.endswith("._target_"):
+        if not sep or not (key == "hydra" or key.startswith("hydra.")):
+            continue
+        found = [("_target_", value)] if key.endswith("._target_") else []
+        found += [(m.group(1), m.group(2)) for m in _NESTED_TARGET.finditer(value)]
+        for kind, target in found:
+            where = key.removesuffix("._target_")
             try:
-                trusted(key.removesuffix("._target_"), value)
+                if kind == "()" or key.endswith(".()"):
+                    raise ConfigError(f"{where}: a logging factory ('()': {target}) would "
+                                      "call code from the command line; refused, nothing "
+                                      "was called")
+                trusted(where, target)
             except ConfigError as e:
                 print(f"error: {e}", file=sys.stderr)
                 sys.exit(2)
@@ -70,13 +80,26 @@ def _check_ray_cluster(args: list[str]) -> None:
 
 
 def _signals(args: list[str]) -> list[str]:
-    """SIGTERM (a scheduler, ``kill``) and SIGHUP (a closed terminal or SSH session) stop the
-    run as cleanly as Ctrl-C: the MLflow run is marked KILLED and the rows written so far
-    stay in samples.jsonl.partial."""
-    import signal
+    """Ctrl-C, SIGTERM (a scheduler, ``kill``) and SIGHUP (a closed terminal or SSH session)
+    stop the run cleanly, a repeated one too (``harness.cli.signals``): the MLflow run is
+    marked KILLED and the rows written so far stay in samples.jsonl.partial."""
+    from harness.cli.signals import install
 
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGHUP, _on_signal)
+    install()
+    return args
+
+
+def _config_folders(args: list[str]) -> list[str]:
+    """Folders the command line adds to Hydra's search path exist (Hydra would only warn,
+    then not find the user's configs): ``hydra.searchpath=[file://DIR]``, ``--config-dir``."""
+    from harness.cli.config_args import check_config_folders
+    from harness.core.errors import ConfigError
+
+    try:
+        check_config_folders(args)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     return args
 
 
@@ -135,14 +158,19 @@ def _resolvers(args: list[str]) -> list[str]:
 
 #: What the command does before Hydra sees the command line, in order.
 BEFORE_HYDRA: tuple[Callable[[list[str]], list[str]], ...] = (
-    _signals, _hide_secrets, _custom_settings, _untrusted_hydra_targets, _ray_cluster,
-    _prewarm_tracker, _sweep_note, _resolvers,
+    _signals, _hide_secrets, _custom_settings, _untrusted_hydra_targets, _config_folders,
+    _ray_cluster, _prewarm_tracker, _sweep_note, _resolvers,
 )
 
 
 def main() -> None:
     """Console entry point: the steps before Hydra, then Hydra (one job per config; a sweep
-    whose jobs failed ends with code 2, or 4 when only gates failed: ``cli.guard``)."""
+    whose jobs failed ends with code 2, or 4 when only gates failed: ``cli.guard``).
+
+    What Hydra would print as a traceback before a job starts (a YAML error in a config
+    file, a refused callback or logging factory) is one line (``cli.failures``); an
+    interruption outside a job, one line and 128 + the signal's number."""
+    from harness.cli.signals import signal_number
     from harness.cli.stderr import hold_stderr
     from harness.config.hints import suggest
     from harness.tracking.mlflow.tracker import discard_prewarmed
@@ -152,8 +180,18 @@ def main() -> None:
         args = step(args)
     sys.argv[1:] = args
     held = hold_stderr()  # Hydra's composition errors, until a hint can lead them
+    full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's traceback
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises; _report says it (cli.failures)
     try:
-        _hydra_app()()
+        try:
+            _hydra_app()()
+        except Exception as e:
+            _restore_full_error(full_error)
+            if full_error is not None:
+                raise
+            _report(e, held)
+    except _Reported:
+        raise
     except SystemExit as e:
         if e.code == 1 and held.holding:  # Hydra could not compose: lead with a hint
             held.release(suggest(args))
@@ -162,6 +200,46 @@ def main() -> None:
             if hint:
                 print(hint, file=sys.stderr)
         raise
+    except KeyboardInterrupt as e:  # outside a job (composing, a sweep's callbacks)
+        held.release()
+        signum = signal_number(e)
+        print(f"interrupted (signal {signum}): stopped before or between jobs; the results "
+              "of finished jobs are in their folders", file=sys.stderr)
+        sys.exit(128 + signum)
     finally:
+        _restore_full_error(full_error)
         held.release()
         discard_prewarmed()
+        _release_claimed()
+
+
+def _release_claimed() -> None:
+    from harness.cli.guard import release_claimed
+
+    release_claimed()
+
+
+class _Reported(SystemExit):
+    """The command ended with its one line already written (no hint to add)."""
+
+
+def _restore_full_error(value: str | None) -> None:
+    if value is None:
+        os.environ.pop("HYDRA_FULL_ERROR", None)
+    else:
+        os.environ["HYDRA_FULL_ERROR"] = value
+
+
+def _report(error: Exception, held: Any) -> None:
+    """One line for what Hydra raised before a job (``cli.failures``), else Hydra's own
+    report; either way the command ends."""
+    from harness.cli.failures import hydra_report, one_line
+    from harness.core.redact import redact
+
+    found = one_line(error)
+    if found is None:
+        hydra_report(error)
+    line, code = found
+    held.release()
+    print(f"error: {redact(line)}", file=sys.stderr)
+    raise _Reported(code)

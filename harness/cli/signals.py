@@ -1,0 +1,66 @@
+"""Signals, the same for every command (``harness``, ``harness-compare``, ``harness-cache``,
+``python -m harness.report``): Ctrl-C (SIGINT), SIGTERM (a scheduler, ``kill``) and SIGHUP (a
+closed terminal or SSH session) raise ``Interrupted``, which each command turns into one line
+and exit code 128 + the signal's number. A signal repeated while the first is being handled
+(two Ctrl-C 100 ms apart, or SIGTERM sent to the whole process group after Ctrl-C) is ignored
+for ``REPEAT_S`` seconds, so that the clean stop it started is not itself interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from types import FrameType
+
+from harness.core.errors import Interrupted
+
+#: Seconds after a signal during which the same or another stop signal is ignored.
+REPEAT_S = 3.0
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_last: list[float] = []
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    now = time.monotonic()
+    if _last and now - _last[0] < REPEAT_S:
+        return  # the first one is being handled: let it finish cleanly
+    _last[:] = [now]
+    raise Interrupted(signum)
+
+
+def install() -> None:
+    """Handle the stop signals in this process (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _last.clear()
+    for signum in SIGNALS:
+        signal.signal(signum, _on_signal)
+
+
+def signal_number(error: KeyboardInterrupt) -> int:
+    """The signal behind ``error`` (a plain ``KeyboardInterrupt``: SIGINT)."""
+    return error.signum if isinstance(error, Interrupted) else int(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def stops(command: str, what: str = "nothing was written") -> Iterator[None]:
+    """Install the handlers; a signal ends ``command`` with one line saying ``what`` became
+    of its work, and exit code 128 + the signal's number."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.getsignal(s) for s in SIGNALS} if main else {}
+    install()
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        signum = signal_number(e)
+        print(f"interrupted (signal {signum}): {command} stopped; {what}", file=sys.stderr)
+        sys.exit(128 + signum)
+    finally:  # a command called in process (a test, a script) leaves the handlers as found
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
