@@ -17,7 +17,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from harness.core.errors import HarnessError
-from harness.run.outputs import FAILED, check_folder, claim, failed_jobs
+from harness.report.write import REPORT
+from harness.run.outputs import FAILED, check_folder, claim, failed_jobs, release
 
 
 def _stop(error: HarnessError) -> NoReturn:
@@ -36,24 +37,85 @@ def _gate_only(path: Path) -> bool:
         return False
 
 
+#: The folders this process claimed (released when the command ends, however it ends).
+CLAIMED: list[Path] = []
+
+
+def release_claimed() -> None:
+    """Release the folders this command claimed (a job releases its own; this is for a
+    command that ended before its job did: a logging config that failed, a signal)."""
+    while CLAIMED:
+        release(CLAIMED.pop())
+
+
+def _earlier_sweep(path: Path) -> bool:
+    """Whether ``path`` holds a sweep's files: its ``multirun.yaml``, its ``report.html``,
+    a job folder with a result or an error."""
+    return ((path / "multirun.yaml").exists() or (path / REPORT).exists()
+            or any(path.glob("*/summary.json")) or bool(failed_jobs(path)))
+
+
+def _check_output_subdir(config: DictConfig) -> None:
+    """``hydra.output_subdir`` is a folder inside the run's folder (or null): ``..`` or an
+    absolute path would put Hydra's files into another run's folder."""
+    subdir = config.hydra.get("output_subdir")
+    if subdir is None:
+        return
+    parts = Path(str(subdir)).parts
+    if not parts or Path(str(subdir)).is_absolute() or ".." in parts:
+        _stop(HarnessError(
+            f"hydra.output_subdir={subdir}: Hydra's files must stay inside the run's own "
+            "folder; name a sub-folder (the default is .hydra) or null for none"
+        ))
+
+
+def _check_objective(config: DictConfig) -> None:
+    """A sweep's ``run.objective`` is sound before a trial runs: a sweeper (Optuna's NSGA-II)
+    would otherwise run every job to a failure, then end in its own traceback."""
+    from omegaconf import OmegaConf
+
+    from harness.core.objectives import parse
+
+    try:
+        value = OmegaConf.select(config, "run.objective", default="mean")
+        plain: Any = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        parse(plain)
+    except HarnessError as e:
+        _stop(e)
+    except Exception as e:  # noqa: BLE001 - an interpolation that does not resolve
+        _stop(HarnessError(f"run.objective: {str(e).splitlines()[0]}"))
+
+
 class RunGuard(Callback):
     """Check and claim output folders; count a sweep's failed jobs."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Check and claim ``hydra.run.dir`` before Hydra writes into it."""
+        _check_output_subdir(config)
+        run_dir = str(config.hydra.run.dir)
         try:
-            claim(check_folder(str(config.hydra.run.dir), "hydra.run.dir"))
+            path = check_folder(run_dir, "hydra.run.dir")
+            if _earlier_sweep(path):
+                raise HarnessError(
+                    f"hydra.run.dir={run_dir}: the folder holds an earlier sweep; a run never "
+                    "writes over another's outputs: choose a new folder (or leave it unset "
+                    "for a fresh one)"
+                )
+            claim(path)
         except HarnessError as e:
             _stop(e)
+        CLAIMED.append(path)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Check ``hydra.sweep.dir`` before any job starts."""
+        """Check ``hydra.sweep.dir`` and ``run.objective`` before any job starts."""
+        _check_output_subdir(config)
+        _check_objective(config)
         sweep_dir = str(config.hydra.sweep.dir)
         try:
             path = check_folder(sweep_dir, "hydra.sweep.dir")
         except HarnessError as e:
             _stop(e)
-        if (path / "multirun.yaml").exists() or failed_jobs(path):
+        if _earlier_sweep(path):
             _stop(HarnessError(
                 f"hydra.sweep.dir={sweep_dir}: the folder already holds an earlier sweep; "
                 "choose a new folder (or leave it unset for a fresh one)"

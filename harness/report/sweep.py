@@ -54,17 +54,30 @@ def _overrides(job_dir: Path) -> dict[str, str]:
     return {k.lstrip("+~"): v for k, _, v in pairs if k.lstrip("+~") not in QUIET_KEYS}
 
 
+def job_summaries(sweep_dir: Path) -> list[Path]:
+    """The ``summary.json`` of every finished job of ``sweep_dir``, at any depth: a job's
+    folder is ``hydra.sweep.subdir``, which need not be the job's number
+    (``${hydra.job.override_dirname}`` holds ``=`` and ``,``, and a ``/`` of a value nests
+    it)."""
+    found = [p for p in sweep_dir.rglob("summary.json")
+             if (p.parent / ".hydra").is_dir() or p.parent.parent == sweep_dir]
+    return sorted(found, key=lambda p: _order(p.parent.relative_to(sweep_dir).as_posix()))
+
+
 def load_jobs(sweep_dir: Path) -> list[SweepJob]:
-    """Every finished job of ``sweep_dir`` (sub-folders holding a ``summary.json``)."""
+    """Every finished job of ``sweep_dir`` (folders holding a ``summary.json``)."""
+    from urllib.parse import quote
+
     jobs = []
-    for path in sorted(sweep_dir.glob("*/summary.json"), key=lambda p: _order(p.parent.name)):
+    for path in job_summaries(sweep_dir):
         try:
             summary = RunSummary.from_json(json.loads(path.read_text("utf-8")))
         except (ValueError, TypeError) as e:
             raise ConfigError(f"{path} is not valid JSON ({e})") from None
+        name = path.parent.relative_to(sweep_dir).as_posix()
         report = path.parent / REPORT
-        jobs.append(SweepJob(path.parent.name, summary, _overrides(path.parent),
-                             f"{path.parent.name}/{REPORT}" if report.is_file() else None))
+        jobs.append(SweepJob(name, summary, _overrides(path.parent),
+                             quote(f"{name}/{REPORT}") if report.is_file() else None))
     return jobs
 
 
@@ -88,8 +101,8 @@ def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
 
     jobs = load_jobs(sweep_dir)
     if not jobs:
-        raise ConfigError(f"{sweep_dir} holds no job folder with a summary.json: is it a "
-                          "sweep's folder (multirun/DATE/TIME)?")
+        raise ConfigError(f"{sweep_dir} holds no job folder with a summary.json (no job of "
+                          "the sweep finished, or it is not a sweep's folder)")
     first = parse(jobs[0].summary.config.get("run", {}).get("objective", "mean"))[0]
     objective = first.name
     params = varied(jobs)
