@@ -1,4 +1,5 @@
-"""Retrieval metrics over graded judgments: recall@k, nDCG@k, MRR (and precision@k).
+"""Retrieval metrics over graded judgments: recall@k, nDCG@k, MRR, precision@k, hit rate@k
+and MAP@k.
 
 Pure functions of
 
@@ -13,8 +14,9 @@ Pure functions of
 A document id that appears again lower in the list counts once, at its first rank: its
 later occurrences take up their rank positions but add nothing (like a non-relevant
 document). Without repeats the values equal trec_eval's (``pytrec_eval``) on a run whose
-scores follow the list order: ``recall_k``, ``P_k``, ``ndcg_cut_k``, ``recip_rank``
-(checked in ``tests/metrics/test_retrieval.py``). A query with no relevant document
+scores follow the list order: ``recall_k``, ``P_k``, ``ndcg_cut_k``, ``recip_rank``,
+``map_cut_k`` and ``success_k`` (hit rate; checked in ``tests/metrics/test_retrieval.py``
+and, against ranx, in ``tests/datasets/test_trec.py``). A query with no relevant document
 scores 0.0 everywhere, as in trec_eval.
 """
 
@@ -25,6 +27,15 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from harness.core.types import RagSample
+
+#: The metrics logged at each cut-off k of ``run.retrieval_ks``, as ``<name>_at_<k>``.
+CUTOFF_METRICS = ("recall", "ndcg", "precision", "hit_rate", "map")
+
+
+def logged_names(ks: Sequence[int]) -> list[str]:
+    """Every retrieval metric a run with cut-offs ``ks`` may log: ``<metric>_at_<k>`` and
+    ``mrr``."""
+    return [f"{m}_at_{k}" for k in ks for m in CUTOFF_METRICS] + ["mrr"]
 
 
 def _first_occurrences(retrieved: Sequence[str], k: int | None) -> list[tuple[int, str]]:
@@ -63,6 +74,29 @@ def precision_at_k(
     list is not padded away, the denominator stays ``k``)."""
     found = sum(1 for _, d in _first_occurrences(retrieved, k) if grades.get(d, 0) >= min_grade)
     return found / k
+
+
+def hit_rate_at_k(
+    retrieved: Sequence[str], grades: Mapping[str, float], k: int, min_grade: float = 1
+) -> float:
+    """1.0 when a relevant document is in the first ``k`` ranks, else 0.0 (trec_eval
+    ``success_k``)."""
+    return 1.0 if precision_at_k(retrieved, grades, k, min_grade) > 0 else 0.0
+
+
+def average_precision_at_k(
+    retrieved: Sequence[str], grades: Mapping[str, float], k: int | None, min_grade: float = 1
+) -> float:
+    """Average precision at ``k`` (trec_eval ``map_cut_k``; ``None``: ``map``): the sum of
+    the precision at the rank of each relevant document in the first ``k`` ranks, over
+    the number of relevant documents of the query (retrieved or not)."""
+    total = _n_relevant(grades, min_grade)
+    found, ap = 0, 0.0
+    for rank, doc in _first_occurrences(retrieved, k):
+        if grades.get(doc, 0) >= min_grade:
+            found += 1
+            ap += found / rank
+    return ap / total if total else 0.0
 
 
 def ndcg_at_k(
@@ -132,7 +166,7 @@ def sample_metrics(
     sample: RagSample, ks: Sequence[int] = (1, 10, 100), min_grade: float = 1
 ) -> dict[str, Any]:
     """Every metric of one sample at each ``k``: ``recall@k``, ``precision@k``, ``ndcg@k``,
-    ``mrr@k``, and ``mrr`` over the whole list."""
+    ``mrr@k``, ``hit_rate@k``, ``map@k``, and ``mrr`` over the whole list."""
     retrieved = sample.retrieved_context_ids or ()
     grades = sample_grades(sample)
     out: dict[str, Any] = {}
@@ -141,6 +175,8 @@ def sample_metrics(
         out[f"precision@{k}"] = precision_at_k(retrieved, grades, k, min_grade)
         out[f"ndcg@{k}"] = ndcg_at_k(retrieved, grades, k)
         out[f"mrr@{k}"] = mrr(retrieved, grades, k, min_grade)
+        out[f"hit_rate@{k}"] = hit_rate_at_k(retrieved, grades, k, min_grade)
+        out[f"map@{k}"] = average_precision_at_k(retrieved, grades, k, min_grade)
     out["mrr"] = mrr(retrieved, grades, None, min_grade)
     return out
 
@@ -161,29 +197,35 @@ def mean_metrics(
 def at_cutoffs(
     retrieved: Sequence[str], grades: Mapping[str, float], ks: Sequence[int], min_grade: float = 1
 ) -> dict[str, float]:
-    """``recall_at_<k>`` and ``ndcg_at_<k>`` for each k, and ``mrr``, in one pass.
+    """``<metric>_at_<k>`` for each k and each of ``CUTOFF_METRICS`` (recall, ndcg,
+    precision, hit_rate, map), and ``mrr``, in one pass.
 
-    The same values, to the bit, as ``recall_at_k``, ``ndcg_at_k`` and ``mrr`` (the same
-    additions in the same order), computed once per sample instead of once per metric:
-    the evaluation loop runs it on every sample of a streamed dataset.
+    The same values, to the bit, as ``recall_at_k``, ``ndcg_at_k``, ``precision_at_k``,
+    ``hit_rate_at_k``, ``average_precision_at_k`` and ``mrr`` (the same additions in the
+    same order), computed once per sample instead of once per metric: the evaluation loop
+    runs it on every sample of a streamed dataset.
     """
     firsts = _first_occurrences(retrieved, None)
     total = _n_relevant(grades, min_grade)
     positive = sorted((float(g) for g in grades.values() if g > 0), reverse=True)
     out: dict[str, float] = {}
     for k in ks:
-        found, dcg = 0, 0.0
+        found, dcg, ap = 0, 0.0, 0.0
         for rank, doc in firsts:
             if rank > k:
                 break
             grade = grades.get(doc, 0)
             if grade >= min_grade:
                 found += 1
+                ap += found / rank
             if grade > 0:
                 dcg += float(grade) / math.log2(rank + 1)
         out[f"recall_at_{k}"] = found / total if total else 0.0
         idcg = sum(g / math.log2(rank + 1) for rank, g in enumerate(positive[:k], start=1))
         out[f"ndcg_at_{k}"] = dcg / idcg if idcg > 0 else 0.0
+        out[f"precision_at_{k}"] = found / k
+        out[f"hit_rate_at_{k}"] = 1.0 if found else 0.0
+        out[f"map_at_{k}"] = ap / total if total else 0.0
     out["mrr"] = next((1.0 / r for r, d in firsts if grades.get(d, 0) >= min_grade), 0.0)
     return out
 
@@ -197,7 +239,7 @@ def above_depth(ks: Sequence[int], depth: int) -> list[int]:
 def dropped_names(ks: Sequence[int], depth: int, keep: bool | Collection[str]) -> list[str]:
     """The ``at_cutoffs`` names above ``depth`` that are not logged: all of them, but
     ``keep`` (``True``: none)."""
-    names = [f"{m}_at_{k}" for k in above_depth(ks, depth) for m in ("recall", "ndcg")]
+    names = [f"{m}_at_{k}" for k in above_depth(ks, depth) for m in CUTOFF_METRICS]
     return [] if keep is True else [n for n in names if keep is False or n not in keep]
 
 
@@ -212,7 +254,7 @@ def retrieval_summary(
     means: dict[str, Any] = {k: v / n for k, v in totals.items() if k not in dropped}
     means["n_queries"] = n
     above = above_depth(ks, depth)
-    logged = [f"{m}_at_{k}" for k in above for m in ("recall", "ndcg")
+    logged = [f"{m}_at_{k}" for k in above for m in CUTOFF_METRICS
               if f"{m}_at_{k}" not in dropped]
     cutoffs = {"depth": depth, "above_depth": above, "dropped": dropped, "logged": logged}
     return {"retrieval": means, "retrieval_cutoffs": cutoffs}

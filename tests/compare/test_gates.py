@@ -235,14 +235,17 @@ def test_cutoffs_above_the_retrieval_depth_are_dropped_or_flagged(
     base = runs["base"]
     summary = base["summary"]
     assert summary["retrieval_cutoffs"] == {
-        "depth": depth, "above_depth": [10], "dropped": ["recall_at_10", "ndcg_at_10"],
+        "depth": depth, "above_depth": [10],
+        "dropped": [f"{m}_at_10" for m in ("recall", "ndcg", "precision", "hit_rate", "map")],
         "logged": []}
     # the default cut-off 5 is reached: logged as computed
-    assert set(summary["retrieval"]) == {"recall_at_5", "ndcg_at_5", "mrr", "n_queries"}
+    assert set(summary["retrieval"]) == {"recall_at_5", "ndcg_at_5", "precision_at_5",
+                                         "hit_rate_at_5", "map_at_5", "mrr", "n_queries"}
     metrics, tags = base["run"].data.metrics, base["run"].data.tags
     assert "recall_at_10" not in metrics and "ndcg_at_10" not in metrics
     assert metrics["retrieval_depth"] == depth
-    assert tags["retrieval.above_depth.dropped"] == "recall_at_10,ndcg_at_10"
+    assert tags["retrieval.above_depth.dropped"] == (
+        "recall_at_10,ndcg_at_10,precision_at_10,hit_rate_at_10,map_at_10")
     assert all("recall_at_10" not in row for row in base["rows"])
 
     # a cut-off below the depth is logged as computed; run.objective's is kept, flagged
@@ -250,9 +253,11 @@ def test_cutoffs_above_the_retrieval_depth_are_dropped_or_flagged(
     run = run_cli(*args, "run.objective=ndcg_at_10", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     s = run.summary()
-    assert s["retrieval_cutoffs"]["dropped"] == ["recall_at_10"]
+    assert s["retrieval_cutoffs"]["dropped"] == [
+        "recall_at_10", "precision_at_10", "hit_rate_at_10", "map_at_10"]
     assert s["retrieval_cutoffs"]["logged"] == ["ndcg_at_10"]
-    assert f"recall_at_10 not logged: above the retrieval depth {depth}" in run.stdout
+    assert (f"recall_at_10, precision_at_10, hit_rate_at_10, map_at_10 not logged: above "
+            f"the retrieval depth {depth}") in run.stdout
     assert f"ndcg_at_10 above the retrieval depth {depth}: scored as if padded" in run.stdout
     rag = [RagSample(id=x["id"], retrieved_context_ids=tuple(x["retrieved_context_ids"]),
                      reference_context_ids=tuple(x["reference_context_ids"])) for x in samples]
@@ -261,7 +266,8 @@ def test_cutoffs_above_the_retrieval_depth_are_dropped_or_flagged(
     assert "ndcg_at_10" in s["retrieval"] and "recall_at_10" not in s["retrieval"]
     kept = run_cli(*args, "run.retrieval_beyond_depth=true", cwd=tmp_path).summary()
     assert kept["retrieval_cutoffs"]["dropped"] == []
-    assert kept["retrieval_cutoffs"]["logged"] == ["recall_at_10", "ndcg_at_10"]
+    assert kept["retrieval_cutoffs"]["logged"] == [
+        "recall_at_10", "ndcg_at_10", "precision_at_10", "hit_rate_at_10", "map_at_10"]
     assert kept["retrieval"]["recall_at_10"] == pytest.approx(
         sum(recall_at_k(x.retrieved_context_ids or [], sample_grades(x), 10) for x in rag)
         / len(rag), abs=1e-12)

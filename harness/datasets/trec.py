@@ -1,0 +1,212 @@
+"""A TREC run scored against TREC qrels (``dataset=trec``), as trec_eval scores it.
+
+::
+
+    run     q1 Q0 d7 1 12.5 bm25      qid Q0 docid rank score tag, one retrieved document a line
+    qrels   q1 0 d7 2                 qid iteration docid grade, one judgment a line
+
+One sample per query of the run that has judgments (trec_eval's default; ``complete=true``
+adds the judged queries the run lacks, with nothing retrieved, as ``trec_eval -c``). Each
+query's documents are ranked as trec_eval ranks them: by score, highest first, ties by
+document id in descending order; the rank column is read but not used. With ``queries``
+(a TSV of ``qid<TAB>text`` or BEIR's ``queries.jsonl``) the samples have their questions,
+and with ``corpus`` (a documents file, as ``dataset.corpus`` of the file datasets) the
+retrieved and relevant documents have their texts, for the string and LLM-judged variants.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import ConfigError, DatasetError
+from harness.core.types import Corpus, Document, RagSample
+from harness.datasets.documents import combined_sha256, corpus_file
+from harness.datasets.files import batched
+from harness.datasets.reading import file_sha256, setting_path, stat_file
+from harness.datasets.trec_files import (
+    Judged,
+    Ranked,
+    load_run,
+    load_trec_qrels,
+    load_trec_queries,
+)
+
+
+def _required(key: str, value: object, what: str) -> Path:
+    if value is None or value == "":
+        raise ConfigError(f"dataset.{key}: no file given; set dataset.{key}=FILE ({what})")
+    return setting_path(f"dataset.{key}", value)
+
+
+class TrecDataset:
+    """A TREC run and its qrels (``dataset=trec``).
+
+    Args:
+        run: The run file (``qid Q0 docid rank score tag``).
+        qrels: The qrels file (``qid iteration docid grade``).
+        queries: The query texts (``qid<TAB>text``, or a ``.jsonl`` of ``{_id, text}``).
+        corpus: A documents file (JSONL, Parquet, CSV: ``_id`` or ``id``, ``text``,
+            optional ``title``) giving the documents' texts.
+        min_grade: The lowest grade that counts as relevant (trec_eval's ``-l``).
+        complete: Also score the judged queries the run lacks, as 0 (``trec_eval -c``).
+        limit: Use only the first N queries (null: all).
+    """
+
+    format = "trec"
+
+    def __init__(
+        self,
+        run: str | os.PathLike[str] | None,
+        qrels: str | os.PathLike[str] | None,
+        queries: str | os.PathLike[str] | None = None,
+        corpus: str | os.PathLike[str] | None = None,
+        min_grade: float = 1,
+        complete: bool = False,
+        limit: int | None = None,
+    ) -> None:
+        self.run_path = _required("run", run, "qid Q0 docid rank score tag")
+        self.qrels_path = _required("qrels", qrels, "qid 0 docid grade")
+        self.queries_path = None if queries in (None, "") else setting_path(
+            "dataset.queries", queries
+        )
+        self.documents = corpus_file(corpus)
+        if isinstance(min_grade, bool) or not isinstance(min_grade, (int, float)) or (
+            not math.isfinite(min_grade)
+        ):
+            raise ConfigError(f"dataset.min_grade: expected a finite number, got {min_grade!r}")
+        if not isinstance(complete, bool):
+            raise ConfigError(f"dataset.complete: expected true or false, got {complete!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise ConfigError(f"dataset.limit: expected an integer >= 0 or null, got {limit!r}")
+        self.min_grade, self.complete, self.limit = float(min_grade), complete, limit
+        self.source = str(self.run_path)
+        self._run: dict[str, Ranked] | None = None
+        self._tags: set[str] = set()
+        self._qrels: dict[str, Judged] | None = None
+        self._queries: dict[str, str] | None = None
+
+    def _files(self) -> list[tuple[str, Path]]:
+        files = [("run", self.run_path), ("qrels", self.qrels_path)]
+        if self.queries_path is not None:
+            files.append(("queries", self.queries_path))
+        return files
+
+    def check(self) -> None:
+        """Fail early, naming the missing file and its setting."""
+        for key, path in self._files():
+            if not stat_file(path):
+                raise DatasetError(str(path), f"file not found (dataset.{key})")
+        if self.documents is not None:
+            self.documents.check()
+
+    def sha256(self) -> str:
+        """A hash of every file read (run, qrels, queries, corpus)."""
+        parts = {key: file_sha256(path) for key, path in self._files()}
+        if self.documents is not None:
+            parts["corpus"] = self.documents.sha256()
+        return combined_sha256(parts)
+
+    def corpus(self) -> Corpus | None:
+        """The documents of ``dataset.corpus``; None without one."""
+        return None if self.documents is None else self.documents.corpus()
+
+    # -- loading (each file once, then kept) -------------------------------------------
+
+    def _load(self) -> tuple[dict[str, Ranked], dict[str, Judged], dict[str, str]]:
+        if self._run is None:
+            self._run, self._tags = load_run(self.run_path)
+        if self._qrels is None:
+            self._qrels = load_trec_qrels(self.qrels_path)
+        if self._queries is None:
+            path = self.queries_path
+            self._queries = {} if path is None else load_trec_queries(path)
+        return self._run, self._qrels, self._queries
+
+    def _selected(self) -> list[str]:
+        """The run's judged queries in run order (then, with ``complete``, the judged
+        queries the run lacks, in qrels order), cut to ``limit``."""
+        run, qrels, _ = self._load()
+        ids = [q for q in run if q in qrels]
+        if self.complete:
+            ids += [q for q in qrels if q not in run]
+        return ids if self.limit is None else ids[: self.limit]
+
+    def _doc_index(self) -> dict[str, Document] | None:
+        corpus = self.corpus()
+        return None if corpus is None else {d.id: d for d in corpus.documents}
+
+    # -- the dataset interface ---------------------------------------------------------
+
+    def estimate_count(self) -> int:
+        """How many samples there are."""
+        return len(self._selected())
+
+    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+        """One sample per selected query, at most ``limit``."""
+        run, qrels, queries = self._load()
+        docs = self._doc_index()
+        selected = self._selected()
+        for qid in selected if limit is None else selected[:limit]:
+            ranked, judged = run.get(qid, []), qrels[qid]
+            ids = tuple(d for d, _ in ranked)
+            yield RagSample(
+                id=qid,
+                user_input=queries.get(qid),
+                retrieved_context_ids=ids,
+                retrieved_contexts=None if docs is None else self._texts(qid, ids, docs),
+                reference_context_ids=tuple(d for d, _ in judged),
+                reference_context_grades=tuple(g for _, g in judged),
+                reference_contexts=None if docs is None else tuple(
+                    docs[d].content for d, g in judged if g >= self.min_grade and d in docs
+                ),
+            )
+
+    def _texts(self, qid: str, ids: tuple[str, ...], docs: dict[str, Document]) -> tuple[str, ...]:
+        missing = next((d for d in ids if d not in docs), None)
+        if missing is not None:
+            raise DatasetError(
+                str(self.run_path),
+                f"query {qid!r} retrieves document {missing!r}, which is not in the corpus "
+                f"{self.documents.path if self.documents else ''}; give dataset.corpus the "
+                "documents the run was made from",
+            )
+        return tuple(docs[d].content for d in ids)
+
+    def batches(self, batch_size: int, limit: int | None = None) -> Iterator[list[RagSample]]:
+        """Lists of at most ``batch_size`` samples, at most ``limit`` in all."""
+        return batched(self.samples(limit), batch_size)
+
+    def describe(self) -> dict[str, Any]:
+        """The files, the counts, and what was left out."""
+        run, qrels, queries = self._load()
+        selected = self._selected()
+        grades: Counter[str] = Counter(f"{g:g}" for q in selected for _, g in qrels[q])
+        out: dict[str, Any] = {
+            "format": self.format,
+            "path": str(self.run_path),
+            "run": str(self.run_path),
+            "qrels": str(self.qrels_path),
+            "run_tags": sorted(self._tags)[:10],
+            "order": "score descending, ties by document id descending (trec_eval)",
+            "queries": len(selected),
+            "queries_with_relevant": sum(
+                1 for q in selected if any(g >= self.min_grade for _, g in qrels[q])
+            ),
+            "run_queries_without_qrels": sum(1 for q in run if q not in qrels),
+            "qrels_queries_missing_from_run": sum(1 for q in qrels if q not in run),
+            "complete": self.complete,
+            "grades": dict(sorted(grades.items(), key=lambda kv: float(kv[0]))),
+            "min_grade": self.min_grade,
+        }
+        if self.queries_path is not None:
+            out["queries_file"] = str(self.queries_path)
+            out["queries_without_text"] = sum(1 for q in selected if q not in queries)
+        if self.documents is not None:
+            out.update(self.documents.describe())
+        return out
