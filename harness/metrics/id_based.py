@@ -24,9 +24,9 @@ class IdContextPrecision(BaseMetric):
     ``|set(retrieved) & set(reference)| / |set(retrieved)|`` after ``str()``, duplicates
     collapsed, not rank-aware, an empty retrieved list unscored. With
     ``aggregate="average_precision"`` it is average precision over the retrieved order
-    (docs/metrics.md section 1); a repeated id counts as not relevant after its first rank, and
-    an empty retrieved list scores 0.0 (a retriever that returns nothing ranks nothing
-    relevant).
+    (docs/reference/metrics.md section 1); a repeated id counts as not relevant after its
+    first rank, and an empty retrieved list scores 0.0 (a retriever that returns nothing
+    ranks nothing relevant).
 
     Args:
         name: The metric option name, recorded in outputs.

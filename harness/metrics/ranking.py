@@ -1,4 +1,4 @@
-"""The ranked aggregation every variant shares (docs/metrics.md section 1).
+"""The ranked aggregation every variant shares (docs/reference/metrics.md section 1).
 
 One implementation, imported by every metric variant and by the tests.
 """

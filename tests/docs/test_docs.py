@@ -1,12 +1,17 @@
-"""The README's option tables and docs/metrics.md agree with conf/ and the code.
+"""The README and the pages of docs/ agree with conf/, the code and each other.
 
-Fast: file reads, plus the shared ranking function and the README's example metric run
+Fast: file reads, plus the shared ranking function and the docs' example metric run
 in-process (no CLI). conf/ is read at test time, so a new option, key or default in conf/
-fails here until the docs say it too.
+fails here until the docs say it too. Every check reads the page the text lives on: the
+README (the front door), the guides, the reference and the contributing pages; links,
+paths, dotted names and Python blocks are checked on every page, and every page must be in
+mkdocs.yml's nav (``mkdocs build --strict`` itself runs in CI's docs step and ``make docs``).
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 import unicodedata
 from fnmatch import fnmatch
@@ -15,11 +20,21 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CONF, ROOT
+from helpers.paths import CONF, ROOT
 
 README_PATH = ROOT / "README.md"
-METRICS_DOC = ROOT / "docs" / "metrics.md"
-ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
+DOCS = ROOT / "docs"
+METRICS_DOC = DOCS / "reference" / "metrics.md"
+ARCHITECTURE_DOC = DOCS / "contributing" / "architecture.md"
+CONFIG_DOC = DOCS / "reference" / "config.md"
+RETRIEVERS_DOC = DOCS / "guide" / "retrievers.md"
+OUTPUTS_DOC = DOCS / "reference" / "outputs.md"
+DEVELOPMENT_DOC = DOCS / "contributing" / "development.md"
+EXTENDING_DOC = DOCS / "contributing" / "extending.md"
+#: Every page of the site, and the Markdown files at the top that link into it.
+PAGES = sorted(DOCS.rglob("*.md"))
+ALL_DOCS = [README_PATH, ROOT / "CONTRIBUTING.md", *PAGES]
+README_MAX_BYTES = 12 * 1024
 DASH = "—"
 
 Table = list[dict[str, str]]
@@ -160,6 +175,7 @@ def github_slug(heading: str) -> str:
 
 
 README = read(README_PATH)
+CONFIG = read(CONFIG_DOC)
 
 
 # ------------------------------------------------------------------ config groups
@@ -189,22 +205,25 @@ def test_group_table_marks_the_defaults() -> None:
 
 def test_run_table_matches_config_yaml() -> None:
     run = load_yaml(CONF / "config.yaml")["run"]
-    rows = {ticked(r["key"])[0]: r for r in table(README, "key")}
-    assert set(rows) == {f"run.{k}" for k in run}, "README run table vs conf/config.yaml run:"
+    rows = {ticked(r["key"])[0]: r for r in table(section(CONFIG, "## run"), "key")}
+    assert set(rows) == {f"run.{k}" for k in run}, "config.md run table vs conf/config.yaml run:"
     for key, value in run.items():
         assert ticked(rows[f"run.{key}"]["default"]) == [render(value)], f"default of run.{key}"
 
 
 def test_top_level_keys_are_documented() -> None:
     config = load_yaml(CONF / "config.yaml")
-    for key in set(config) - {"defaults", "hydra", "run"}:
-        assert f"`{key}`" in README, key
+    rows = {ticked(r["key"])[0]: r for r in table(section(CONFIG, "## Top-level keys"), "key")}
+    assert set(rows) == set(config) - {"defaults", "hydra", "run"}, "config.md top-level keys"
+    for key in rows:
+        assert ticked(rows[key]["default"]) == [render(config[key])], key
+        assert f"`{key}`" in README, f"the README's 'Config groups' names {key}"
 
 
 # ------------------------------------------------------------ group option tables
 
 
-#: ``group -> first header cell`` of the README tables listing each option's keys.
+#: ``group -> first header cell`` of the retrievers guide's tables listing each option's keys.
 SETTINGS_TABLES = {"retriever": "`retriever` key", "rerank": "`rerank` key"}
 
 
@@ -213,8 +232,9 @@ def test_settings_table_matches_every_option_file(group: str) -> None:
     if not (CONF / group).is_dir():
         pytest.skip(f"no conf/{group}/")
     # one table, or several side by side (each option in one of them)
-    found = [(h, rows) for h, rows in tables(README) if h[:1] == [SETTINGS_TABLES[group]]]
-    assert found, f"no README table headed {SETTINGS_TABLES[group]}"
+    found = [(h, rows) for h, rows in tables(read(RETRIEVERS_DOC))
+             if h[:1] == [SETTINGS_TABLES[group]]]
+    assert found, f"no table headed {SETTINGS_TABLES[group]} in {RETRIEVERS_DOC.name}"
     columns: dict[str, tuple[str, dict[str, dict[str, str]]]] = {}
     for header, rows in found:
         by_key = {ticked(r[header[0]])[0]: r for r in rows}
@@ -252,7 +272,7 @@ def param_groups() -> set[str]:
 
 
 def test_logged_params_row_names_the_logged_groups() -> None:
-    rows = {r["logged as"]: r for r in table(README, "logged as")}
+    rows = {r["logged as"]: r for r in table(read(OUTPUTS_DOC), "logged as")}
     assert set(rows) == {"params", "metrics", "tags", "artifacts"}
     named = {w for w in ticked(rows["params"]["what"]) if re.fullmatch(r"\w+", w)}
     config = load_yaml(CONF / "config.yaml")
@@ -275,7 +295,7 @@ def _ignored(name: str) -> bool:
 
 
 def test_layout_names_every_folder_and_group() -> None:
-    block = section(README, "## Layout").split("```", 2)[1]
+    block = section(read(DEVELOPMENT_DOC), "## Layout").split("```", 2)[1]
     conf_text = block.split("conf/", 1)[1].split("\ndocs/", 1)[0]
     named_groups = set(re.findall(r"[\w/]+", conf_text.split("(", 1)[1].split(")", 1)[0]))
     assert named_groups == set(groups()) - {"hydra"}, "Layout's conf/ groups vs conf/"
@@ -297,14 +317,92 @@ def test_layout_names_every_folder_and_group() -> None:
 # -------------------------------------------------------------- links and names
 
 
-def test_contents_links_every_section() -> None:
-    contents = section(README, "## Contents")
-    anchors = set(re.findall(r"\]\(#([^)]+)\)", contents))
-    headings = re.findall(r"^## (.+)$", strip_fences(README), re.MULTILINE)
-    slugs = {github_slug(h) for h in headings}
-    assert anchors <= slugs, f"dead links in Contents: {anchors - slugs}"
-    wanted = {github_slug(h) for h in headings if not h.startswith(("Quick start", "Contents"))}
-    assert wanted <= anchors, f"Contents lacks {wanted - anchors}"
+def md_slug(heading: str) -> str:
+    """The anchor MkDocs (Python-Markdown's ``toc``) gives a heading: markup dropped,
+    ASCII word characters, spaces and hyphens kept, runs of them one hyphen."""
+    text = re.sub(r"`([^`]*)`", r"\1", heading)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def anchors(doc: Path) -> set[str]:
+    """The anchors of ``doc``'s headings, as GitHub and as MkDocs make them (a link must
+    work in both, so it must be in both)."""
+    headings = re.findall(r"^#{1,6} (.+)$", strip_fences(read(doc)), re.MULTILINE)
+    return {github_slug(re.sub(r"`|\[|\]\([^)]*\)", "", h)) for h in headings} & {
+        md_slug(h) for h in headings
+    }
+
+
+def links(doc: Path) -> list[str]:
+    """The relative link targets of ``doc``'s prose (``](target)``), web links left out."""
+    found = re.findall(r"\]\(([^)\s]+)\)", strip_fences(read(doc)))
+    return [t for t in found if not re.match(r"[a-z]+:", t)]
+
+
+@pytest.mark.parametrize("doc", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_reaches_a_file_and_heading(doc: Path) -> None:
+    dead = []
+    for target in links(doc):
+        path, _, anchor = target.partition("#")
+        where = (doc.parent / path).resolve() if path else doc
+        no_heading = anchor and (where.suffix != ".md" or anchor not in anchors(where))
+        if not where.exists() or no_heading:
+            dead.append(target)
+    assert not dead, f"{doc.name}: links to no file or heading: {dead}"
+
+
+def test_links_into_the_site_stay_inside_it() -> None:
+    """A page links only to pages (outside files are named as paths, which the path check
+    reads): the site has no copy of what lies outside docs/."""
+    outside = [
+        (page.name, target) for page in PAGES for target in links(page)
+        if target.partition("#")[0]
+        and DOCS not in (page.parent / target.partition("#")[0]).resolve().parents
+    ]
+    assert not outside, f"pages link outside docs/: {outside}"
+
+
+def nav_pages() -> list[str]:
+    """The pages mkdocs.yml's nav lists, in order."""
+    def walk(node: Any) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, list):
+            return [p for item in node for p in walk(item)]
+        if isinstance(node, dict):
+            return [p for value in node.values() for p in walk(value)]
+        return []
+
+    return walk(load_yaml(ROOT / "mkdocs.yml")["nav"])
+
+
+def test_every_page_is_in_the_nav_once() -> None:
+    nav = nav_pages()
+    pages = sorted(p.relative_to(DOCS).as_posix() for p in PAGES)
+    assert sorted(nav) == pages, "mkdocs.yml nav vs the pages under docs/"
+    assert len(nav) == len(set(nav))
+
+
+def test_readme_links_every_page() -> None:
+    linked = {(ROOT / t.partition("#")[0]).resolve() for t in links(README_PATH)}
+    missing = [p.relative_to(ROOT).as_posix() for p in PAGES
+               if p.resolve() not in linked and p.name != "changelog.md"]
+    assert not missing, f"the README's Documentation list lacks {missing}"
+    assert (ROOT / "CHANGELOG.md").resolve() in linked
+    assert (ROOT / "CONTRIBUTING.md").resolve() in linked
+
+
+def test_readme_is_at_most_12_kib() -> None:
+    size = README_PATH.stat().st_size
+    assert size <= README_MAX_BYTES, f"README.md is {size} bytes; move text into docs/"
+
+
+def test_site_changelog_includes_the_changelog() -> None:
+    assert '--8<-- "CHANGELOG.md"' in read(DOCS / "changelog.md")
+    assert (ROOT / "CHANGELOG.md").is_file()
 
 
 #: Names the docs make up for their examples (NAME: a placeholder).
@@ -320,25 +418,41 @@ def checked_text(doc: Path) -> str:
     return strip_fences(text) + "\n" + extra
 
 
-@pytest.mark.parametrize("doc", [README_PATH, METRICS_DOC, ARCHITECTURE_DOC],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_paths_named_in_docs_exist(doc: Path) -> None:
     text = checked_text(doc)
     spans = re.findall(r"`([^`\n]+)`", text) + re.findall(r"\]\(([^)#]+)[)#]", text)
     spans += re.findall(r"(?<![\w/.])(?:harness|conf)/[\w/]+\.(?:py|yaml)\b", text)
-    missing = [
+    named = [
         span for span in spans
-        if re.fullmatch(r"(harness|conf|tests|benchmarks|docs|experiments|\.ci)/[\w./-]*", span)
+        if re.fullmatch(r"(harness|conf|tests|benchmarks|docs|experiments|\.ci)/[\w./*-]*", span)
         and not any(e in span for e in EXAMPLES)
-        and not (ROOT / span).exists()
     ]
+    missing = [s for s in named if not (any(ROOT.glob(s)) if "*" in s else (ROOT / s).exists())]
     assert not missing, f"{doc.name} names paths that do not exist: {sorted(set(missing))}"
 
 
-@pytest.mark.parametrize("doc", [README_PATH, METRICS_DOC, ARCHITECTURE_DOC],
-                         ids=lambda p: p.name)
+def defines(name: str) -> bool:
+    """Whether ``harness.a.b.Name`` is a module, or an attribute of the longest module in
+    it (imported: a package that re-exports a name defines it too)."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        base = ROOT.joinpath(*parts[:cut])
+        if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
+            continue
+        value: Any = importlib.import_module(module)
+        for attr in parts[cut:]:
+            if not hasattr(value, attr):
+                return False
+            value = getattr(value, attr)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("doc", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_dotted_names_in_docs_exist(doc: Path) -> None:
-    """``harness.a.b.Name`` in a doc is a module file that defines ``Name``."""
+    """``harness.a.b.Name`` in a doc is a module that defines (or re-exports) ``Name``."""
     missing = []
     for name in set(re.findall(r"\bharness(?:\.\w+)+", read(doc))):
         parts = name.split(".")
@@ -346,21 +460,7 @@ def test_dotted_names_in_docs_exist(doc: Path) -> None:
             continue
         if len(parts) < 3 and not any(p[:1].isupper() for p in parts):
             continue  # harness.evaluate, harness.compare, tag names such as harness.version
-        for cut in range(len(parts), 0, -1):
-            base = ROOT.joinpath(*parts[:cut])
-            module = base.with_suffix(".py")
-            if not module.is_file():
-                module = base / "__init__.py"
-            if module.is_file():
-                rest = parts[cut:]
-                if rest and not re.search(
-                    rf"^\s*(class|def|async def)\s+{rest[0]}\b|^{rest[0]}\b.*=",
-                    read(module),
-                    re.MULTILINE,
-                ):
-                    missing.append(name)
-                break
-        else:
+        if not defines(name):
             missing.append(name)
     assert not missing, f"{doc.name} names what harness/ does not define: {sorted(set(missing))}"
 
@@ -372,7 +472,7 @@ METRICS = read(METRICS_DOC)
 
 
 def test_readme_points_to_metrics_doc() -> None:
-    assert "(docs/metrics.md" in README
+    assert "(docs/reference/metrics.md)" in README
 
 
 def test_metrics_doc_variant_table_matches_conf() -> None:
@@ -418,16 +518,17 @@ def test_metrics_doc_names_every_metric_option_setting() -> None:
             assert f"metric.{key}" in METRICS or f"`{key}`" in METRICS, (option, key)
 
 
-def test_readme_python_blocks_compile() -> None:
-    for block in re.findall(r"^```python\n(.*?)^```", README, re.DOTALL | re.MULTILINE):
-        compile(block, "README.md", "exec")
+@pytest.mark.parametrize("doc", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_python_blocks_compile(doc: Path) -> None:
+    for block in re.findall(r"^```python\n(.*?)^```", read(doc), re.DOTALL | re.MULTILINE):
+        compile(block, doc.name, "exec")
 
 
-def test_readme_metric_example_scores() -> None:
-    """The README's example metric runs as written."""
-    block = section(README, "## Adding a variant or a retriever").split("```python", 1)[1]
+def test_extending_metric_example_scores() -> None:
+    """The extending page's example metric runs as written."""
+    block = read(EXTENDING_DOC).split("```python", 1)[1]
     namespace: dict[str, Any] = {}
-    exec(block.split("```", 1)[0], namespace)  # noqa: S102 - the README's own example
+    exec(block.split("```", 1)[0], namespace)  # noqa: S102 - the page's own example
     from harness.core.types import RagSample
 
     metric = namespace["FirstHit"]("first_hit")
@@ -437,3 +538,126 @@ def test_readme_metric_example_scores() -> None:
         RagSample("c", retrieved_context_ids=("x",)),
     ])
     assert [r.score for r in results] == [0.5, 0.0, None]
+
+
+# ------------------------------------------------------- Python and extension API pages
+
+
+def signature(obj: Any) -> list[tuple[str, str, Any]]:
+    """``(kind, name, default)`` of each parameter (hints left out, as the page shows)."""
+    return [(p.kind.name, p.name, p.default) for p in inspect.signature(obj).parameters.values()]
+
+
+def test_python_api_page_signatures_are_the_code() -> None:
+    import ast
+
+    import harness
+    from harness.compare import compare
+
+    text = read(DOCS / "reference" / "python-api.md")
+    headed = re.findall(r"^## (harness\.[\w.]+)$", text, re.MULTILINE)
+    blocks = [(name, code.group(1)) for name in headed
+              if (code := re.search(r"```python\n(.*?)```", section(text, f"## {name}"),
+                                    re.DOTALL))]
+    objects = {"harness.evaluate": harness.evaluate, "harness.aevaluate": harness.aevaluate,
+               "harness.compare.compare": compare}
+    assert {name for name, _ in blocks} == set(objects), "a signature block per function"
+    for name, code in blocks:
+        (node,) = ast.parse(code).body
+        assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)), name
+        namespace: dict[str, Any] = {}
+        exec(code, namespace)  # noqa: S102 - the page's own signature, a stub
+        assert signature(namespace[node.name]) == signature(objects[name]), name
+        assert isinstance(node, ast.AsyncFunctionDef) == inspect.iscoroutinefunction(
+            objects[name]
+        ), name
+
+
+def test_extension_api_table_is_harness_extend_all() -> None:
+    import harness.extend
+
+    rows = table(read(DOCS / "reference" / "extension-api.md"), "name")
+    assert [ticked(r["name"])[0] for r in rows] == list(harness.extend.__all__)
+
+
+# ------------------------------------------------- config keys named anywhere in the docs
+
+
+#: The groups whose keys the docs name as ``group.key``.
+KEY_GROUPS = ("run", "dataset", "retriever", "rerank", "metric", "judge", "task", "tracking",
+              "prompt")
+#: ``group.key`` spans that name an output (a summary field, tag or file), a placeholder or
+#: another library's method, not a setting.
+NOT_SETTINGS = {
+    "dataset.sha256", "prompt.sha256", "prompt.version", "prompt.mode", "prompt.yaml",
+    "judge.served_model", "judge.soft_fallbacks", "judge.cached_prompt_tokens",
+    "judge.agreement", "retriever.KEY", "retriever._target_", "retriever.batch",
+}
+
+
+def documented_defaults() -> dict[str, set[str]]:
+    """``group.key -> its defaults`` over the group's options, as config.md lists them."""
+    out: dict[str, set[str]] = {}
+    for header, rows in tables(CONFIG):
+        if header[:2] == ["key", "default"]:
+            for row in rows:
+                default = ticked(row["default"])
+                out.setdefault(ticked(row["key"])[0], set()).add(
+                    default[0] if default else row["default"]
+                )
+    return out
+
+
+def named_keys(doc: Path) -> set[str]:
+    """The ``group.key`` settings ``doc`` names: backticked in prose, or overridden in a
+    shell block (``retriever.k1=1.2``)."""
+    text = read(doc)
+    spans = re.findall(r"`\+{0,2}([a-z_]+\.[\w.]+)(?:=[^`]*)?`", strip_fences(text))
+    for block in re.findall(r"^```(?:bash|sh)\n(.*?)^```", text, re.DOTALL | re.MULTILINE):
+        spans += re.findall(r"(?<![\w./~-])'?\+{0,2}([a-z_]+\.[\w.]+)=", block)
+    return {s for s in spans if s.split(".")[0] in KEY_GROUPS}
+
+
+@pytest.mark.parametrize("doc", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_setting_named_is_a_key_of_conf(doc: Path) -> None:
+    keys = set(documented_defaults())
+    unknown = sorted(
+        name for name in named_keys(doc)
+        if ".".join(name.split(".")[:2]) not in keys and name not in NOT_SETTINGS
+    )
+    assert not unknown, f"{doc.name} names settings conf/ does not have: {unknown}"
+
+
+def stated_defaults(text: str) -> list[tuple[str, str]]:
+    """``(group.key, V)`` for each "`group.key` (default `V`)" in ``text``."""
+    key = rf"`((?:{'|'.join(KEY_GROUPS)})\.\w+)(?:=[^`]*)?`"
+    value = r"\(default:?\s*(?:`([^`]+)`|([^`\s),;]+))\s*[;)]"
+    return [(k, quoted or bare) for k, quoted, bare in re.findall(key + r"\s*" + value, text)]
+
+
+def wrong_defaults(text: str) -> list[tuple[str, str, list[str]]]:
+    defaults = documented_defaults()
+    return [(key, value, sorted(defaults.get(key, ()))) for key, value in stated_defaults(text)
+            if value not in defaults.get(key, ())]
+
+
+@pytest.mark.parametrize("doc", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_default_stated_is_the_default(doc: Path) -> None:
+    """``group.key`` (default ``V``) anywhere in the docs: V is its default in conf/ (for
+    one of the group's options)."""
+    wrong = wrong_defaults(read(doc))
+    assert not wrong, f"{doc.name}: (default ...) that conf/ does not have: {wrong}"
+
+
+def test_the_default_check_catches_stale_defaults() -> None:
+    """The stale line of issue 23, and its kind in other words, fail the check; the
+    true ones pass."""
+    stale = ("for each `run.retrieval_ks`\n  (default `[10]`), and `mrr`;"
+             " `metric.threshold` (default 0.7); `retriever.top_k=3` (default: `5`)")
+    assert [w[:2] for w in wrong_defaults(stale)] == [
+        ("run.retrieval_ks", "[10]"), ("metric.threshold", "0.7"), ("retriever.top_k", "5")
+    ]
+    true = "`run.retrieval_ks` (default `[5, 10]`; ...) and `metric.threshold` (default 0.5)"
+    assert stated_defaults(true) == [("run.retrieval_ks", "[5, 10]"),
+                                     ("metric.threshold", "0.5")]
+    assert wrong_defaults(true) == []

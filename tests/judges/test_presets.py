@@ -65,7 +65,7 @@ def test_local_preset_keeps_no_openai_prices() -> None:
 
 
 def readme_presets() -> dict[str, dict[str, str]]:
-    text = (ROOT / "README.md").read_text("utf-8").split("### Judges", 1)[1]
+    text = (ROOT / "docs" / "guide" / "judges.md").read_text("utf-8")
     after = text.split("| preset |", 1)[1].splitlines()[2:]
     lines = list(itertools.takewhile(lambda x: x.startswith("|"), after))
     header = ["preset", "server", "base_url", "model", "output_mode", "max_concurrency",
