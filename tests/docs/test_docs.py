@@ -661,3 +661,25 @@ def test_the_default_check_catches_stale_defaults() -> None:
     assert stated_defaults(true) == [("run.retrieval_ks", "[5, 10]"),
                                      ("metric.threshold", "0.5")]
     assert wrong_defaults(true) == []
+
+
+def test_link_and_key_checks_can_fail(tmp_path: Path) -> None:
+    """The readers behind the link and setting checks find what is wrong in a page."""
+    page = tmp_path / "page.md"
+    (tmp_path / "other.md").write_text("# Other\n\n## A `retriever=chroma` server\n")
+    page.write_text(
+        "# Page\n\n[ok](other.md#a-retrieverchroma-server) [gone](nope.md) "
+        "[no heading](other.md#missing) [web](https://hydra.cc)\n\n"
+        "Set `run.retrieval_k=5` and `retriever.top_k` (default `10`).\n\n"
+        "```bash\npython -m harness retriever.nope=1 'metric.eps=0'\n```\n"
+    )
+    assert links(page) == ["other.md#a-retrieverchroma-server", "nope.md", "other.md#missing"]
+    assert "a-retrieverchroma-server" in anchors(tmp_path / "other.md")
+    assert "missing" not in anchors(tmp_path / "other.md")
+    assert named_keys(page) == {"run.retrieval_k", "retriever.top_k", "retriever.nope",
+                                "metric.eps"}
+    keys = set(documented_defaults())
+    assert {"retriever.top_k", "metric.eps"} <= keys
+    assert not {"run.retrieval_k", "retriever.nope"} & keys
+    assert stated_defaults(read(page)) == [("retriever.top_k", "10")]
+    assert wrong_defaults(read(page)) == []  # 10: bm25's, dense's and hybrid's top_k
