@@ -10,22 +10,55 @@ from typing import Any
 
 import pytest
 from helpers.cli import CliResult, run_cli, run_cli_subprocess, start_cli
-from helpers.paths import CONF, ROOT, SHARED, sample_labels, sample_rows
+from helpers.paths import (
+    CONF,
+    ROOT,
+    SHARED_DATA_MISSING,
+    TEST_DATA,
+    sample_labels,
+    sample_rows,
+    shared_data,
+)
 
 __all__ = [
-    "CONF", "ROOT", "SHARED", "CliResult", "run_cli", "run_cli_subprocess", "sample_labels",
-    "sample_rows", "start_cli",
+    "CONF", "ROOT", "TEST_DATA", "CliResult", "run_cli", "run_cli_subprocess", "sample_labels",
+    "sample_rows", "shared_data", "start_cli",
 ]
 
-# dataset=scifact/trec_dl19/dbpedia_entity read $HARNESS_SHARED_DATA: pin it to the copy
-# beside the checkout, whatever the working directory of the tests.
-os.environ.setdefault("HARNESS_SHARED_DATA", str(SHARED / "data"))
+# dataset=scifact/trec_dl19/dbpedia_entity read $HARNESS_SHARED_DATA (else ../shared/data
+# from the working directory): pin it, as an absolute path, to what shared_data() finds,
+# whatever the working directory of a test or of the CLI subprocesses it starts.
+os.environ["HARNESS_SHARED_DATA"] = str(shared_data().absolute())
 # matplotlib keeps its font cache under $XDG_CACHE_HOME, which each test gets fresh: one
 # folder per session instead, so plotting tests do not rebuild it (seconds each)
 if "MPLCONFIGDIR" not in os.environ:
     import tempfile
 
     os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="harness-tests-mpl-")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A selected ``shared_data`` test whose data is missing fails in one line, never skips:
+    ``@pytest.mark.shared_data("beir_scifact", ...)`` names the sets it reads (none: the
+    folder itself)."""
+    for mark in item.iter_markers("shared_data"):
+        missing = [str(shared_data(n)) for n in mark.args or ("",) if not shared_data(n).is_dir()]
+        if missing:
+            pytest.fail(f"{SHARED_DATA_MISSING} (missing: {', '.join(missing)})", pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line for a lane whose data is missing, under the list of tests it stopped."""
+    stopped = [
+        r for key in ("error", "failed") for r in terminalreporter.stats.get(key, [])
+        if SHARED_DATA_MISSING in str(getattr(r, "longrepr", ""))
+    ]
+    if stopped:
+        terminalreporter.write_line(
+            f"error: {len(stopped)} shared_data test(s) did not run: {SHARED_DATA_MISSING}",
+            red=True,
+        )
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import SHARED, CliResult, run_cli, run_cli_subprocess
+from conftest import CliResult, run_cli, run_cli_subprocess
 from helpers import mlflow_runs
 
 if TYPE_CHECKING:
@@ -93,13 +93,13 @@ def test_slurm_launcher_config_composes(tmp_path: Path) -> None:
 
 @pytest.mark.heavy
 @pytest.mark.slow
+@pytest.mark.shared_data("beir_scifact")  # dataset=scifact: $HARNESS_SHARED_DATA (conftest)
 def test_optuna_search_on_scifact_beats_its_first_trial_and_resumes(tmp_path: Path) -> None:
     args = ["hydra/sweeper=optuna_tpe", "hydra.sweeper.n_trials=6", "experiment_name=optuna_test",
             "retriever.k1=interval(0.2,3.0)", "retriever.b=interval(0.0,1.0)",
             "retriever.top_k=range(1,11)", "dataset=scifact", "dataset.limit=60",
             "retriever=bm25", "metric=id_ranked", "run.objective=ndcg_at_10", "tracking=none"]
-    env = {"HARNESS_SHARED_DATA": str(SHARED / "data")}
-    sweep(tmp_path, *args, env=env, in_process=False)
+    sweep(tmp_path, *args, in_process=False)
     import optuna
 
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
@@ -110,6 +110,6 @@ def test_optuna_search_on_scifact_beats_its_first_trial_and_resumes(tmp_path: Pa
     assert set(study.best_params) == {"retriever.k1", "retriever.b", "retriever.top_k"}
     # the same command with more trials continues the stored study
     more = [a if a != "hydra.sweeper.n_trials=6" else "hydra.sweeper.n_trials=2" for a in args]
-    sweep(tmp_path, *more, env=env, in_process=False)
+    sweep(tmp_path, *more, in_process=False)
     study = optuna.load_study(study_name="optuna_test", storage=storage)
     assert len([t for t in study.trials if t.value is not None]) == 8

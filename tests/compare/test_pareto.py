@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, SHARED, run_cli_subprocess
+from conftest import ROOT, TEST_DATA, run_cli_subprocess
 
 from harness.config.build import check_objective, settings
 from harness.core.errors import ConfigError
@@ -316,12 +316,12 @@ def test_optuna_multi_objective_sweep(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     args = ["-m", "hydra/sweeper=optuna_nsga2", "hydra.sweeper.n_trials=4",
             "experiment_name=pareto_cli", "dataset=beir",
-            f"dataset.path={ROOT / 'tests' / 'data' / 'beir_tiny'}", "retriever=bm25",
+            f"dataset.path={TEST_DATA / 'beir_tiny'}", "retriever=bm25",
             "metric=id_ranked", "run.objective=[ndcg_at_10,-retrieval_p95_ms]",
             "retriever.k1=interval(0.2,3.0)", "retriever.top_k=range(1,6)",
             f"hydra.sweep.dir={tmp_path / 'sweep'}"]
-    result = run_cli_subprocess(*args, cwd=tmp_path, timeout=300, env={
-        "MLFLOW_TRACKING_URI": uri, "HARNESS_SHARED_DATA": str(SHARED / "data")})
+    result = run_cli_subprocess(*args, cwd=tmp_path, timeout=300,
+                                env={"MLFLOW_TRACKING_URI": uri})
     assert result.returncode == 0, result.stderr[-3000:]
     import optuna
 

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from conftest import CONF
+from conftest import CONF, shared_data
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import execution_whitelist, instantiate
@@ -23,6 +23,12 @@ NEEDS_PATH = {
     ("dataset", "jsonl"), ("dataset", "json"), ("dataset", "csv"), ("dataset", "beir"),
     ("dataset", "parquet"),
 }
+
+#: Options that read a full public data set (its folder in ../shared/data): the default lane
+#: checks where they point, the shared_data lane that the data is there.
+SHARED_SETS = {("dataset", "scifact"): "beir_scifact",
+               ("dataset", "trec_dl19"): "trec_dl19_passage_subset",
+               ("dataset", "dbpedia_entity"): "dbpedia_entity_subset"}
 
 
 def package_of(group: str, option: str) -> str:
@@ -68,8 +74,21 @@ def test_option_composes_and_instantiates(group: str, option: str, tmp_path: Pat
     if group == "metric":
         assert obj.name == option  # the option name is what outputs record
         obj.close()
-    if group == "dataset" and (group, option) not in NEEDS_PATH:
-        obj.check()  # the bundled sample, and the BEIR sets in ../shared/data
+    if (group, option) in SHARED_SETS:  # $HARNESS_SHARED_DATA/<set> (the lane's check below)
+        assert obj.path == shared_data(SHARED_SETS[group, option])
+    elif group == "dataset" and (group, option) not in NEEDS_PATH:
+        obj.check()  # the bundled sample
+
+
+@pytest.mark.parametrize("option", [pytest.param(o, marks=pytest.mark.shared_data(name))
+                                    for (_, o), name in sorted(SHARED_SETS.items())])
+def test_shared_data_set_is_where_its_option_points(option: str) -> None:
+    with initialize_config_dir(config_dir=str(CONF)), execution_whitelist("harness.*"):
+        cfg = compose("config", overrides=[f"dataset={option}"])
+        dataset = instantiate(cfg.dataset, _convert_="all")
+    assert dataset.path == shared_data(SHARED_SETS["dataset", option])
+    dataset.check()  # the folder has every file the option reads
+    assert dataset.estimate_count() > 0
 
 
 EXPERIMENTS = sorted(f.stem for f in (CONF / "experiment").glob("*.yaml"))

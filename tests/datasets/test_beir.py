@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import CONF, SHARED
+from conftest import CONF, TEST_DATA, shared_data
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
@@ -15,8 +15,8 @@ from harness.datasets.beir.dataset import BeirDataset
 from harness.metrics.id_based import IdContextPrecision
 from harness.metrics.retrieval import recall_at_k, sample_grades
 
-TINY = Path(__file__).resolve().parents[1] / "data" / "beir_tiny"
-DATA = SHARED / "data"
+TINY = TEST_DATA / "beir_tiny"
+TREC_TINY = TEST_DATA / "trec_dl19_tiny"
 
 
 @pytest.fixture
@@ -240,12 +240,42 @@ def test_beir_config_needs_a_path(tmp_path):
     assert isinstance(ds, BeirDataset) and ds.estimate_count() == 2
 
 
-needs_shared = pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}")
+def test_trec_dl19_tiny_is_what_its_source_note_says():
+    ds = BeirDataset(TREC_TINY, min_grade=2)
+    d = ds.describe()
+    # SOURCE.md: 4 judged queries (789774 has none), 18 judgments each, 78 passages
+    assert d["queries"] == 4 and d["qrels"] == 72
+    assert d["grades"] == {"1": 38, "2": 28, "3": 6}
+    assert d["qrels_docs_missing_from_corpus"] == 0
+    assert len(ds.corpus().documents) == 78
+    samples = list(ds.samples())
+    assert [s.id for s in samples] == ["19335", "47923", "87181", "87452"]
+    assert [len(s.reference_context_ids) for s in samples] == [18, 18, 18, 18]
+    # grade >= 2 is relevant: 7 for 19335 (all it has), 9 for each of the others
+    assert [len(s.reference_contexts) for s in samples] == [7, 9, 9, 9]
 
 
-@needs_shared
+def _lines(path: Path) -> list[str]:
+    return [x for x in path.read_text("utf-8").split("\n") if x]
+
+
+@pytest.mark.shared_data("trec_dl19_passage_subset")
+def test_trec_dl19_tiny_is_cut_verbatim_from_the_full_set():
+    full = shared_data("trec_dl19_passage_subset")
+    for name in ("queries.jsonl", "corpus.jsonl", "qrels/test.tsv"):
+        cut, whole = _lines(TREC_TINY / name), _lines(full / name)
+        assert set(cut) <= set(whole), name
+        order = {line: i for i, line in enumerate(whole)}
+        assert [order[x] for x in cut] == sorted(order[x] for x in cut), name  # file order
+    assert _lines(TREC_TINY / "qrels/test.tsv")[0] == "query-id\tcorpus-id\tscore"
+
+
+# the full sets (SOURCE.md's numbers): the shared_data lane
+
+
+@pytest.mark.shared_data("dbpedia_entity_subset")
 def test_dbpedia_score_zero_rows_are_kept_as_grade_zero():
-    ds = BeirDataset(DATA / "dbpedia_entity_subset")
+    ds = BeirDataset(shared_data("dbpedia_entity_subset"))
     d = ds.describe()
     # SOURCE.md: 3,709 judgments, 2,829 grade 0, 614 grade 1, 266 grade 2, 40 queries
     assert d["queries"] == 40 and d["qrels"] == 3709
@@ -258,11 +288,11 @@ def test_dbpedia_score_zero_rows_are_kept_as_grade_zero():
     assert all(i.startswith("<dbpedia:") for s in samples for i in s.reference_context_ids)
 
 
-@needs_shared
+@pytest.mark.shared_data("beir_scifact", "trec_dl19_passage_subset")
 def test_scifact_and_trec_dl19_load():
-    sci = BeirDataset(DATA / "beir_scifact")
+    sci = BeirDataset(shared_data("beir_scifact"))
     assert sci.estimate_count() == 300 and len(sci.corpus().documents) == 5183
     assert sci.describe()["qrels"] == 339
-    dl = BeirDataset(DATA / "trec_dl19_passage_subset", min_grade=2)
+    dl = BeirDataset(shared_data("trec_dl19_passage_subset"), min_grade=2)
     d = dl.describe()
     assert d["queries"] == 43 and d["grades"] == {"1": 1601, "2": 1804, "3": 697}

@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, SHARED, run_cli
+from conftest import TEST_DATA, run_cli, shared_data
 from helpers.judge_server import JudgeServer
 
 from harness import evaluate
 from harness.core.errors import ConfigError
 from harness.datasets.json_doc import JsonDataset
 
-AMNESTY = ROOT / "tests" / "data" / "ragas_amnesty_qa" / "english_5.json"
-AMNESTY_FULL = SHARED / "data" / "ragas_amnesty_qa" / "english.json"
+AMNESTY = TEST_DATA / "ragas_amnesty_qa" / "english_5.json"
 EPS = 1e-10  # llm_with_reference's eps (ragas's)
 
 
@@ -92,14 +91,15 @@ def test_every_json_shape_reads_the_same_records(tmp_path: Path) -> None:
         assert len(list(JsonDataset(path).samples(limit=2))) == 2
 
 
+@pytest.mark.shared_data("ragas_amnesty_qa")
 def test_the_shared_amnesty_file_reads_whole() -> None:
-    if not AMNESTY_FULL.is_file():
-        pytest.skip(f"{AMNESTY_FULL} is not there")
+    AMNESTY_FULL = shared_data("ragas_amnesty_qa") / "english.json"
     data = json.loads(AMNESTY_FULL.read_text("utf-8"))
     samples = list(JsonDataset(AMNESTY_FULL).samples())
     assert len(samples) == 20 == len(data["question"])
     assert [s.reference for s in samples] == [g[0] for g in data["ground_truths"]]
     assert sum(len(s.retrieved_contexts or ()) for s in samples) == 60
+    assert amnesty() == {k: v[:5] for k, v in data.items()}  # the shipped cut: its first 5 rows
 
 
 def test_ground_truths_first_answer_also_in_jsonl_and_csv(tmp_path: Path) -> None:
@@ -197,8 +197,9 @@ def test_python_api_raises_our_config_error(
 
 
 def test_experiment_without_multirun_says_so(tmp_path: Path) -> None:
-    result = run_cli("experiment=scifact_chunking", "dataset.limit=2", "tracking=none",
-                     "retriever.cache=false", cwd=tmp_path)
+    # the experiment's retriever and sweep on the BEIR fixture (SciFact's layout)
+    result = run_cli("experiment=scifact_chunking", f"dataset.path={TEST_DATA / 'beir_tiny'}",
+                     "dataset.limit=2", "tracking=none", "retriever.cache=false", cwd=tmp_path)
     note = ("note: experiment=scifact_chunking defines a sweep (retriever.chunk_size, "
             "retriever.chunk_overlap); add -m to run it")
     assert result.stderr.splitlines()[0].startswith(note), result.stderr
@@ -243,13 +244,14 @@ def test_cache_help_names_both_spellings(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_agreement_console_rounds_every_rate(tmp_path: Path) -> None:
-    trec = SHARED / "data" / "trec_dl19_passage_subset"
+    trec = TEST_DATA / "trec_dl19_tiny"  # a cut of the full set (its SOURCE.md)
     corpus = [json.loads(x) for x in (trec / "corpus.jsonl").open()]
     # the judge calls every passage relevant except a known third of them
     labels = {(d["title"] + "\n\n" + d["text"] if d["title"] else d["text"]): int(i % 3 != 0)
               for i, d in enumerate(corpus)}
     with JudgeServer(labels) as server:
-        result = run_cli("task=judge_agreement", "dataset=trec_dl19", "dataset.limit=2",
+        result = run_cli("task=judge_agreement", "dataset=trec_dl19", f"dataset.path={trec}",
+                         "dataset.limit=2",
                          "task.pairs_per_query=7", "task.min_grade=2", *judge_args(server),
                          "tracking=none", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

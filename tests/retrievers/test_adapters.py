@@ -13,19 +13,18 @@ import importlib.util
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from helpers.paths import ROOT, SHARED
+from helpers.paths import ROOT, TEST_DATA, shared_data
 
 from harness.core.errors import ConfigError
 from harness.core.trust import trust_patterns, trusting
 from harness.core.types import RagSample
 from harness.datasets.beir.dataset import BeirDataset
 
-TINY = Path(__file__).resolve().parents[1] / "data" / "beir_tiny"
-SCIFACT = SHARED / "data" / "beir_scifact"
+TINY = TEST_DATA / "beir_tiny"
+SCIFACT = shared_data("beir_scifact")
 PKG = "adapters_userpkg"
 #: The user's package: one encoder for both libraries, a factory per library, factories
 #: that return the wrong thing, and a module that must never be imported.
@@ -195,6 +194,7 @@ def scifact():
 
 
 @pytest.mark.heavy
+@pytest.mark.shared_data("beir_scifact")
 @pytest.mark.parametrize("make", [langchain, llamaindex])
 def test_adapter_ranks_as_exact_dense_search(make, user_pkg, tiny, scifact):
     for corpus, queries in (tiny, scifact):
@@ -294,6 +294,7 @@ def dense_run(user_pkg):
 
 
 @pytest.mark.heavy
+@pytest.mark.shared_data("beir_scifact")
 @pytest.mark.parametrize(("option", "factory"), [
     ("langchain", "lc.make_retriever"), ("llamaindex", "li.make_retriever")
 ])

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, SHARED, run_cli
+from conftest import TEST_DATA, run_cli, shared_data
 from helpers import mlflow_runs
 from helpers.chroma_server import ChromaServer, free_port
 from helpers.errors import fails
@@ -19,8 +19,8 @@ from helpers.errors import fails
 from harness.core.errors import ConfigError
 from harness.retrievers.chroma.client import endpoint
 
-TINY = ROOT / "tests" / "data" / "beir_tiny"
-SCIFACT = SHARED / "data" / "beir_scifact"
+TINY = TEST_DATA / "beir_tiny"
+SCIFACT = shared_data("beir_scifact")
 
 
 def test_host_may_be_a_url_whose_credentials_are_never_shown() -> None:
@@ -146,7 +146,7 @@ def test_a_named_collection_holding_another_index_is_refused(server: ChromaServe
 
 
 @pytest.mark.heavy
-@pytest.mark.skipif(not SCIFACT.is_dir(), reason="needs ../shared/data/beir_scifact")
+@pytest.mark.shared_data("beir_scifact")
 def test_ann_recall_is_the_recall_of_the_exact_search_and_grows_with_ef_search(
     server: ChromaServer,
 ) -> None:

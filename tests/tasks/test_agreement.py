@@ -1,13 +1,15 @@
-"""task=judge_agreement: a judge config against human relevance labels (TREC DL19)."""
+"""task=judge_agreement: a judge config against human relevance labels (TREC DL19: the
+cut in tests/data/trec_dl19_tiny, and the full set in the shared_data lane)."""
 
 import json
 from pathlib import Path
 
-from conftest import SHARED, run_cli
+import pytest
+from conftest import TEST_DATA, run_cli, shared_data
 
 from harness.tasks.agreement.stats import agreement
 
-TREC = SHARED / "data" / "trec_dl19_passage_subset"
+TREC_TINY = TEST_DATA / "trec_dl19_tiny"
 
 
 def test_agreement_formulas_by_hand() -> None:
@@ -21,20 +23,33 @@ def test_agreement_formulas_by_hand() -> None:
     assert agreement([1, 0], [1, 0], [2, 0])["cohen_kappa"] == 1.0
 
 
-def test_judge_that_disagrees_on_a_known_fraction(tmp_path: Path) -> None:
+def trec_dl19(which: str) -> tuple[Path, list[str]]:
+    """The folder of the ``tiny`` cut or the ``full`` set, and the overrides that read it:
+    the full set through the config's own path (``$HARNESS_SHARED_DATA``)."""
+    if which == "tiny":
+        return TREC_TINY, [f"dataset.path={TREC_TINY}"]
+    return shared_data("trec_dl19_passage_subset"), []
+
+
+BOTH = ["tiny", pytest.param("full", marks=pytest.mark.shared_data("trec_dl19_passage_subset"))]
+
+
+@pytest.mark.parametrize("which", BOTH)
+def test_judge_that_disagrees_on_a_known_fraction(which: str, tmp_path: Path) -> None:
     from helpers.judge_server import JudgeServer, _unit
 
-    queries = {q["_id"]: q["text"] for q in map(json.loads, (TREC / "queries.jsonl").open())}
+    trec, where = trec_dl19(which)
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (trec / "queries.jsonl").open())}
     corpus: dict[str, str] = {}
-    for d in map(json.loads, (TREC / "corpus.jsonl").open()):
+    for d in map(json.loads, (trec / "corpus.jsonl").open()):
         corpus[d["_id"]] = d["text"] if not d["title"] else f"{d['title']}\n\n{d['text']}"
     labels: dict[str | tuple[str, str], int | float] = {}
-    for line in list((TREC / "qrels" / "test.tsv").open())[1:]:
+    for line in list((trec / "qrels" / "test.tsv").open())[1:]:
         qid, did, grade = line.split()
         labels[(queries[qid], corpus[did])] = int(float(grade) >= 2)
     with JudgeServer(labels) as server:
         server.configure(flip=0.3)
-        result = run_cli("task=judge_agreement", "dataset=trec_dl19", "dataset.limit=4",
+        result = run_cli("task=judge_agreement", "dataset=trec_dl19", *where, "dataset.limit=4",
                          "task.pairs_per_query=15", "task.min_grade=2", "judge=local",
                          f"judge.base_url={server.base_url}", "judge.model=test-judge",
                          "tracking=none", cwd=tmp_path)
