@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from harness.core.errors import ConfigError, JudgeError, headline
 from harness.core.redact import redact
+from harness.core.text import one_line
 from harness.judges.replies import failures
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ def resolve_auto(ident: Identity, where: str) -> str:
             f"judge.model=auto: {where} lists no model (GET /models); set judge.model=NAME"
         )
     n = len(ident.listed)
-    shown = ", ".join(ident.listed[:_LISTED_SHOWN])
+    shown = one_line(", ".join(ident.listed[:_LISTED_SHOWN]), None)  # a server's strings
     more = f" and {n - _LISTED_SHOWN} more" if n > _LISTED_SHOWN else ""
     raise ConfigError(
         f"judge.model=auto: {where} serves {n} models ({shown}{more}); "
@@ -195,8 +196,8 @@ def warn_once(ident: Identity, model: str, where: str, how: str) -> None:
     keyed = f"verdicts are cached under the served model {other}" if how != "reply" else (
         f"verdicts are cached under judge.model={model} (the server named {other} only in "
         "its replies)")
-    print(redact(f"warning: judge.model={model} but {where} serves {other} (from {how}); "
-                 f"{keyed}, and the cost is unknown"), file=sys.stderr)
+    print(one_line(redact(f"warning: judge.model={model} but {where} serves {other} (from "
+                          f"{how}); {keyed}, and the cost is unknown"), None), file=sys.stderr)
 
 
 def seen_reply(ident: Identity, name: str | None, model: str, where: str) -> bool:
@@ -216,8 +217,10 @@ async def list_models(client: openai.AsyncOpenAI, end: failures.Endpoint, timeou
     import httpx2
     import openai
 
-    try:
-        return await client.models.list()
+    try:  # a deadline for the whole answer: the client's time-out bounds each read
+        return await asyncio.wait_for(client.models.list(), timeout)
+    except asyncio.TimeoutError:
+        raise JudgeError(f"judge: {end.where} did not answer within {timeout:g} s") from None
     except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
         raise failures.auth_failure(end, e.status_code, failures.server_message(e)) from None
     except openai.NotFoundError:
@@ -227,7 +230,8 @@ async def list_models(client: openai.AsyncOpenAI, end: failures.Endpoint, timeou
         if isinstance(e, openai.APITimeoutError) and "connect" not in str(cause).lower():
             raise JudgeError(f"judge: {end.where} did not answer within {timeout:g} s") from None
         raise JudgeError(
-            f"judge: cannot reach {end.where} ({redact(str(cause or e))}); is the server running?"
+            f"judge: cannot reach {end.where} ({one_line(redact(str(cause or e)))}); is the server "
+            "running?"
         ) from None
     except openai.APIStatusError as e:
         if e.status_code >= 500:
@@ -273,9 +277,11 @@ async def _get(client: openai.AsyncOpenAI, url: str) -> Any:
     """The JSON at ``url``, or ``None`` on any failure."""
     import httpx2
 
-    try:
+    async def fetch() -> Any:
         response = await client.get(url, cast_to=httpx2.Response)
         return json.loads(await response.aread())
+    try:
+        return await asyncio.wait_for(fetch(), PROBE_TIMEOUT_S)
     except Exception:  # noqa: BLE001 (optional: any failure means "not there")
         return None
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from harness.core.errors import ConfigError, HarnessError, JudgeError, JudgeUnavailable, headline
 from harness.core.redact import redact, redact_uri
-from harness.core.text import clip
+from harness.core.text import clip, one_line
 
 if TYPE_CHECKING:
     import openai
@@ -156,7 +156,7 @@ def not_found(end: Endpoint, path: str, message: str) -> ConfigError:
     """A 404: the model is not served, or the base URL misses the API's path (one line)."""
     message = headline(message)
     if "model" in message.lower():
-        served = ", ".join(list(end.served)[:8])
+        served = one_line(", ".join(list(end.served)[:8]), None)  # the server's own strings
         return ConfigError(
             f"judge: {end.where} does not serve the model {end.model!r} "
             f"({status_text(404, message)}); set judge.model to "

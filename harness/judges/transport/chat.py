@@ -114,7 +114,7 @@ class ChatTransport:
                 f"judge.api_key_env: the environment variable {self.api_key_env} is not set; "
                 f"export it, or set judge.api_key_env=null for a server without keys"
             )
-        return key
+        return _header_safe(key, self.api_key_env)
 
     def _headers(self) -> dict[str, str] | None:
         """Basic auth from the URL's credentials (the SDK refuses them inside the URL)."""
@@ -278,3 +278,19 @@ class ChatTransport:
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
+
+
+def _header_safe(key: str, env: str) -> str:
+    """``key`` if it can go in an HTTP header; else one line naming ``env`` (never the key)."""
+    if any(c in key for c in "\r\n"):
+        raise ConfigError(
+            f"judge.api_key_env: the environment variable {env} holds a line break (a key "
+            "copied with its line end, or from a Windows file?); set it to the key alone"
+        )
+    if not key.isascii() or not key.isprintable():
+        raise ConfigError(
+            f"judge.api_key_env: the environment variable {env} holds a character that is not "
+            "printable ASCII (a control character, or bytes that are not UTF-8), which no "
+            "HTTP header can carry; set it to the key alone"
+        )
+    return key

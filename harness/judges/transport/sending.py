@@ -7,7 +7,8 @@ the limit, perhaps halved meanwhile, still has room, else queues for one again: 
 that timed out while the server may still be working on it is not re-sent straight into the
 same queue. A rejection of the output format (``failures.rejects_format``, any status) steps
 down to the next mode without spending a retry. ``stats.requests`` counts the HTTP requests
-really sent; the HTTP time-out starts when the request has its permit.
+really sent; the HTTP time-out starts when the request has its permit, and bounds the
+whole request (headers and body), not each read.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from harness.judges.transport.pacing import (
 )
 
 if TYPE_CHECKING:
+    import httpx2
     import openai
 
 
@@ -88,13 +90,17 @@ async def post(
             try:
                 body = out.body(messages, kind, logprobs, draw, items)
                 stats.requests += 1
-                response = await client.post(
-                    "/chat/completions", cast_to=httpx2.Response, content=body,
-                    options={"headers": headers},
+                # judge.timeout bounds the whole request (the SDK's bounds each read: a
+                # server dripping its reply a byte at a time would never time out)
+                response, raw = await asyncio.wait_for(
+                    _send(client, body, headers), out.endpoint.timeout
                 )
-                raw = await response.aread()
             except openai.APIError as e:
                 error: openai.APIError = e
+            except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
+                request = httpx2.Request("POST", f"{client.base_url}chat/completions",
+                                         headers=headers)
+                error = openai.APITimeoutError(request=request)
             except (httpx2.HTTPError, httpx2.InvalidURL) as e:  # not wrapped by the SDK
                 stats.failures += 1
                 raise JudgeError(f"judge call failed: {redact(str(e))}") from None
@@ -131,3 +137,15 @@ async def post(
     finally:
         if ticket is not None:
             pacer.release(ticket, ok)
+
+
+async def _send(
+    client: openai.AsyncOpenAI, body: bytes, headers: dict[str, str]
+) -> tuple[httpx2.Response, bytes]:
+    """POST ``body`` and read the whole reply."""
+    import httpx2
+
+    response = await client.post(
+        "/chat/completions", cast_to=httpx2.Response, content=body, options={"headers": headers}
+    )
+    return response, await response.aread()
