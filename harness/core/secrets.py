@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from urllib.parse import urlsplit
 
 from harness.core.redact import redact
 
@@ -20,6 +21,7 @@ PREFIX = "HARNESS_SECRET_"
 _REFERENCE = re.compile(r"\$\\?\{oc\.env\\?:(" + PREFIX + r"\d+)\\?\}")
 #: A sweep's list of URIs (``a://...,b://...``): each is hidden on its own, so it stays a sweep.
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_PLACEHOLDER = "HARNESSREF"
 
 
 def hide(args: list[str]) -> list[str]:
@@ -28,13 +30,43 @@ def hide(args: list[str]) -> list[str]:
     out = []
     for arg in args:
         key, sep, value = arg.partition("=")
-        if sep and not key.startswith("-") and redact(value) != value:
+        if sep and not key.startswith("-") and redact(value) != value and not (
+            _password_is_reference(value)
+        ):
             parts = value.split(",")
             if len(parts) < 2 or not all(_URI.match(p.strip()) for p in parts):
                 parts = [value]
             arg = f"{key}=" + ",".join(_hidden(p) if redact(p) != p else p for p in parts)
         out.append(arg)
     return out
+
+
+def _password_is_reference(value: str) -> bool:
+    """Whether the only secret in ``value`` is an interpolation (``scheme://user:${oc.env:PW}
+    @host``): then Hydra may write it as it is, and must resolve it, which it would not do
+    inside a hidden value."""
+    if "${" not in value:
+        return False
+    spans, depth, start = [], 0, 0
+    for i, c in enumerate(value):
+        if value.startswith("${", i):
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, i + 1))
+    probe, end = "", 0
+    for a, b in spans:
+        probe, end = probe + value[end:a] + _PLACEHOLDER, b
+    probe += value[end:]
+    try:
+        password = urlsplit(probe).password
+    except ValueError:
+        return False
+    query_free = redact(probe.split("?", 1)[0]) == redact(probe) if "?" in probe else True
+    return password == _PLACEHOLDER and query_free
 
 
 def _hidden(value: str) -> str:

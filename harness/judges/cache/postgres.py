@@ -10,8 +10,8 @@ reply is stored, then use it. The owner renews its live claims every third of th
 claim whose owner died (lease run out) is taken over; a failed call releases its claim.
 An entry stored but unusable is asked again without a claim (at most one duplicate).
 
-Cost against a server on the same machine: a hit is one statement, a miss three.
-
+Cost against a server on the same machine: a hit is one statement, a miss three. A server
+that stops answering mid-run (``harness.judges.cache.stall``) is one warning, then uncached.
 Credentials: the URL's password (or ``PGPASSWORD``, ``~/.pgpass``: libpq reads them) is
 never printed or written: every message shows the URL through ``redact_uri``.
 """
@@ -29,7 +29,6 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from harness.core.errors import ConfigError
 from harness.core.redact import register
 from harness.judges.cache.schema import (
     RELEASE,
@@ -37,6 +36,7 @@ from harness.judges.cache.schema import (
     SELECT_VALUE,
     TRY_CLAIM,
     UPSERT_REPLY,
+    check_url,
     connect_error,
     ensure_schema,
     import_psycopg,
@@ -45,6 +45,7 @@ from harness.judges.cache.schema import (
     url_password,
 )
 from harness.judges.cache.sqlite import usable_reply
+from harness.judges.cache.stall import Stalled, deadline
 
 if TYPE_CHECKING:
     import psycopg
@@ -98,10 +99,14 @@ class PgVerdictCache:
         self._slots = asyncio.Semaphore(POOL_SIZE)
         try:
             conn = await self._connect()
-        except self._psycopg.Error as e:
+        except (self._psycopg.Error, Stalled) as e:
             raise connect_error(e, self.url, self.setting) from None
         try:
-            await ensure_schema(conn, self.url, self.setting)
+            async with deadline(conn):
+                await ensure_schema(conn, self.url, self.setting)
+        except Stalled as e:
+            await conn.close()
+            raise connect_error(e, self.url, self.setting) from None
         except BaseException:
             await conn.close()
             raise
@@ -116,10 +121,11 @@ class PgVerdictCache:
             application_name="harness-verdict-cache",
         )
         try:
-            await conn.execute("SET search_path TO harness_cache")
-            # a server crash may lose the last moments' replies (paid again), never corrupt
-            # anything; waiting for the disk on every claim and reply costs more
-            await conn.execute("SET synchronous_commit TO off")
+            async with deadline(conn):
+                await conn.execute("SET search_path TO harness_cache")
+                # a server crash may lose the last moments' replies (paid again), never
+                # corrupt anything; waiting for the disk on every claim and reply costs more
+                await conn.execute("SET synchronous_commit TO off")
         except BaseException:
             await conn.close()
             raise
@@ -127,15 +133,22 @@ class PgVerdictCache:
 
     @contextlib.asynccontextmanager
     async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A connection of the pool (a new one when none is idle)."""
+        """A pooled connection; its statements end within a deadline or raise ``Stalled``
+        (``stall.deadline``); one that stalled or failed is not used again."""
         assert self._slots is not None, "open() first"
         async with self._slots:
             conn = self._idle.pop() if self._idle else await self._connect()
+            ok = False
             try:
-                yield conn
+                async with deadline(conn):
+                    yield conn
+                ok = True
             finally:
-                if not conn.closed:
+                if ok and not conn.closed:
                     self._idle.append(conn)
+                elif not conn.closed:
+                    with contextlib.suppress(Exception):
+                        await conn.close()
 
     def turn(self) -> asyncio.Semaphore:
         """Held from ``claim`` to ``put`` or ``release`` (``async with``)."""
@@ -148,7 +161,7 @@ class PgVerdictCache:
         try:
             async with self._conn() as conn:
                 row = await (await conn.execute(SELECT_VALUE, (key,))).fetchone()
-        except self._psycopg.Error as e:
+        except (self._psycopg.Error, Stalled) as e:
             self._fail(e)
             return None
         if row is None or row[0] is None:  # no entry, or claimed and not paid for yet
@@ -174,7 +187,7 @@ class PgVerdictCache:
                     row = None if owned else await (
                         await conn.execute(SELECT_VALUE, (key,))
                     ).fetchone()
-            except self._psycopg.Error as e:
+            except (self._psycopg.Error, Stalled) as e:
                 self._fail(e)
                 break
             if owned:
@@ -210,7 +223,7 @@ class PgVerdictCache:
         try:
             async with self._conn() as conn:
                 await conn.execute(UPSERT_REPLY, args)
-        except self._psycopg.Error as e:
+        except (self._psycopg.Error, Stalled) as e:
             self._fail(e)
 
     async def release(self, key: str) -> None:
@@ -223,7 +236,7 @@ class PgVerdictCache:
         try:
             async with self._conn() as conn:
                 await conn.execute(RELEASE, (key, self.owner))
-        except self._psycopg.Error as e:
+        except (self._psycopg.Error, Stalled) as e:
             self._fail(e)
 
     async def _renew(self) -> None:
@@ -235,7 +248,7 @@ class PgVerdictCache:
             try:
                 async with self._conn() as conn:
                     await conn.execute(RENEW, (self.lease_s, self.owner, sorted(self._held)))
-            except self._psycopg.Error as e:
+            except (self._psycopg.Error, Stalled) as e:
                 self._fail(e)
 
     def _fail(self, e: Exception) -> None:
@@ -264,27 +277,4 @@ class PgVerdictCache:
                 await self._idle.pop().close()
 
 
-def check_url(url: Any, setting: str = "judge.cache_url") -> str:
-    """``url`` if it is a ``postgresql://`` URL (checked without psycopg), else a
-    ``ConfigError`` naming ``setting`` (the URL shown without its credentials)."""
-    from urllib.parse import parse_qsl, urlsplit
-
-    example = ("a postgresql://USER@HOST:PORT/DATABASE URL (the password in it, or in "
-               "PGPASSWORD)")
-    if not isinstance(url, str) or not url.strip():
-        raise ConfigError(f"{setting}: expected {example}, or null for the local file; "
-                          f"got {url!r}")
-    text = url.strip()
-    try:
-        parts = urlsplit(text)
-        parts.port  # noqa: B018 (raises ValueError for a malformed port)
-    except ValueError as e:
-        raise ConfigError(f"{setting}={shown(text)}: {e}; expected {example}") from None
-    if parts.scheme not in ("postgresql", "postgres"):
-        raise ConfigError(f"{setting}={shown(text)}: expected {example} (a SQLite file is "
-                          "judge.cache_path)")
-    if any(k.strip().lower() == "password" for k, _ in parse_qsl(parts.query)):
-        raise ConfigError(f"{setting}: a password in the URL's query would be written where "
-                          "the URL is; give it as postgresql://USER:PASSWORD@HOST/DB (masked "
-                          "everywhere) or in PGPASSWORD")
-    return text
+__all__ = ["PgVerdictCache", "check_url"]  # check_url lives in schema; imported from here too

@@ -100,6 +100,9 @@ def connect_error(e: Exception, url: str, setting: str) -> ConfigError:
         cause = "the role may not create or write the cache's tables"
         todo = ("have the database owner GRANT CREATE ON DATABASE (first use) or the tables' "
                 "privileges in schema harness_cache to it")
+    elif isinstance(e, TimeoutError):  # harness.judges.cache.stall: frozen mid-statement
+        cause = "the server stopped answering"
+        todo = "check the server (stopped, overloaded, or the network to it)"
     elif str(state).startswith("57P"):
         cause = "the server shut down or is starting up"
         todo = "check the server and its log"
@@ -213,3 +216,33 @@ def url_password(url: str) -> str | None:
     except ValueError:
         return None
     return unquote(password) if password else None
+
+
+def check_url(url: Any, setting: str = "judge.cache_url") -> str:
+    """``url`` if it is a ``postgresql://`` URL (checked without psycopg), else a
+    ``ConfigError`` naming ``setting`` (the URL shown without its credentials)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    example = ("a postgresql://USER@HOST:PORT/DATABASE URL (the password in it, or in "
+               "PGPASSWORD)")
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigError(f"{setting}: expected {example}, or null for the local file; "
+                          f"got {url!r}")
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 (raises ValueError for a malformed port)
+    except ValueError as e:
+        raise ConfigError(f"{setting}={shown(text)}: {e}; expected {example}") from None
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ConfigError(f"{setting}={shown(text)}: expected {example} (a SQLite file is "
+                          "judge.cache_path)")
+    if "${" in text:  # e.g. a reference inside a value hidden from Hydra: never resolved
+        raise ConfigError(f"{setting}={shown(text)}: holds an interpolation (${{...}}) that was "
+                          "not resolved; give the password in PGPASSWORD or ~/.pgpass, or the "
+                          "whole URL as one reference: judge.cache_url='${oc.env:CACHE_URL}'")
+    if any(k.strip().lower() == "password" for k, _ in parse_qsl(parts.query)):
+        raise ConfigError(f"{setting}: a password in the URL's query would be written where "
+                          "the URL is; give it as postgresql://USER:PASSWORD@HOST/DB (masked "
+                          "everywhere) or in PGPASSWORD")
+    return text
