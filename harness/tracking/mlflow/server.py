@@ -6,7 +6,8 @@ environment (``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD``, or
 ``MLFLOW_TRACKING_TOKEN``) or from the URI (``http://user:pass@host``). Without the check
 MLflow retries a server that refuses connections for about four minutes, and reports a
 rejected password as the server's page; with it either is one line within seconds, naming
-the server (credentials masked) and what to set.
+the server (credentials masked) and what to set; so is a server (or its proxy) answering
+5xx. MLflow's own retries of later requests are bounded (``BOUNDS``) unless the user set them.
 
 Importing this module imports nothing from MLflow; ``check`` does.
 """
@@ -18,9 +19,18 @@ from urllib.parse import urlsplit
 
 from harness.core.errors import TrackingError
 from harness.core.redact import redact, redact_uri, register
+from harness.core.text import one_line
 
 #: Seconds the check waits for the server's answer.
 CHECK_TIMEOUT_S = 10.0
+#: MLflow's own retries of a server's requests, for this process and its helpers, unless the
+#: user set them: MLflow's defaults (7 retries, back-off factor 2, 120 s a request) wait
+#: about four minutes on a server (or its proxy) that answers 5xx, before any message.
+BOUNDS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+}
 #: The cheapest authenticated call every MLflow server has.
 _PROBE = "/api/2.0/mlflow/experiments/search"
 _CREDENTIALS = (
@@ -44,6 +54,8 @@ def check(uri: str) -> None:
     """
     if not is_server(uri):
         return
+    for name, value in BOUNDS.items():
+        os.environ.setdefault(name, value)  # read by MLflow at each request
     for name in ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
         register(os.environ.get(name))  # masked in every line quoted from the server
     in_uri = urlsplit(uri).password
@@ -77,6 +89,12 @@ def check(uri: str) -> None:
         raise TrackingError(
             f"{where} denied access (HTTP 403); ask its admin for access, or {_CREDENTIALS}, "
             f"{_ELSEWHERE}"
+        )
+    if reply.status_code >= 500:  # the server, or a proxy in front of it, is failing
+        said = one_line(redact(f"{reply.status_code} {reply.reason or ''}".strip()), 80)
+        raise TrackingError(
+            f"{where} answered HTTP {said}: it (or a proxy in front of it) is failing; check "
+            f"it and its log, or set tracking.tracking_uri to another store, {_ELSEWHERE}"
         )
 
 
