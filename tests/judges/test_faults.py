@@ -8,7 +8,7 @@ import pytest
 from conftest import sample_labels, sample_rows, start_cli
 from helpers import mlflow_runs
 from helpers.judge import listwise, pointwise, sample, score
-from helpers.judge_server import JudgeServer
+from helpers.judge_server import JudgeServer, Stats
 
 from harness.core.types import RagSample
 from harness.metrics.judged import JudgedMetric
@@ -30,11 +30,14 @@ def dataset(
     return samples, expected
 
 
-@pytest.mark.parametrize("mode", ["pointwise", "listwise"])
-def test_faults_cost_one_extra_request_each_and_change_no_score(
-    judge_server: JudgeServer, mode: str
-) -> None:
-    samples, expected = dataset(judge_server)
+def faulty_run(
+    server: JudgeServer, mode: str, n: int, **knobs: Any
+) -> tuple[int, JudgedMetric, list[Any], list[Any]]:
+    """Score ``n`` samples on a clean judge, then again with ``FAULTS`` and ``knobs`` on:
+    the number of judged units (one request each), the faulty run's metric, and both
+    runs' results."""
+    samples, expected = dataset(server, n)
+    units = 5 * n if mode == "pointwise" else n  # a verdict per chunk, or per sample
     # pacing=fixed: faults drawn at random, not from load, would make adaptive pacing back
     # off to a few requests in flight (as it should for a server answering 10 % 429s), which
     # only slows a test of the accounting (tests/judges/test_pacing.py covers the back-off)
@@ -43,27 +46,73 @@ def test_faults_cost_one_extra_request_each_and_change_no_score(
 
     def build() -> JudgedMetric:
         if mode == "pointwise":
-            return pointwise(judge_server, judge=dict(judge_cfg))
-        return listwise(judge_server, judge=dict(judge_cfg), include_reason=False)
+            return pointwise(server, judge=dict(judge_cfg))
+        return listwise(server, judge=dict(judge_cfg), include_reason=False)
 
-    clean = score(build(), samples)
-    calls = judge_server.stats.requests
-    assert calls == (1000 if mode == "pointwise" else 200)
+    first = build()
+    clean = score(first, samples)
     eps = 1e-10 if mode == "pointwise" else 0.0
     assert [r.score for r in clean] == [average_precision(v, eps) for v in expected]
-
-    judge_server.reset_stats()
-    judge_server.configure(**FAULTS)
+    late_answers(units, first, server.stats, faults=False)
+    server.reset_stats()
+    server.configure(**FAULTS, **knobs)
     metric = build()
-    faulty = score(metric, samples)
-    s = judge_server.stats
+    return units, metric, clean, score(metric, samples)
+
+
+def late_answers(units: int, metric: JudgedMetric, s: Stats, faults: bool = True) -> int:
+    """Check a run's request accounting from both sides; return how many answers the
+    judge sent (or was still preparing) after the client's time-out, as load makes it.
+
+    Every request the server saw ended as a clean answer, an injected fault, or no answer
+    yet (the client left: cancelled, or still being cancelled). Each judged unit takes
+    exactly one clean answer; each fault exactly one more request. The only other requests
+    are re-sends after a time-out on an answer the server did not withhold: a clean answer
+    sent late (an ``ok`` beyond one per unit), a late malformed one (never parsed) or one
+    the client left mid-way. Each of them is a time-out the client counted beyond the
+    hangs, so load adds such re-sends but cannot make a fault cost more or less than one
+    request, or hide a re-send that neither a fault nor a time-out caused.
+    """
+    stats = metric.judge.stats
     injected = s.status_429 + s.status_500 + s.malformed + s.hangs
-    assert s.status_429 and s.status_500 and s.malformed and s.hangs
+    assert bool(s.status_429 and s.status_500 and s.malformed and s.hangs) == faults
+    late_ok, unparsed = s.ok - units, s.malformed - stats.parse_failures
+    left = s.requests - (s.ok + injected)  # the client went away before any answer
+    assert late_ok >= 0 and unparsed >= 0 and left >= 0, (s, stats)
+    assert stats.timeouts >= s.hangs  # every hang cost the client one time-out
+    late = late_ok + unparsed + left
+    assert late <= stats.timeouts - s.hangs, (s, stats)  # no re-send without a cause
+    assert stats.requests >= s.requests and stats.failures == 0  # nothing given up
+    if stats.timeouts == s.hangs:  # no answer was late: the exact count
+        assert s.requests == units + injected and late == 0, (s, stats)
+        assert stats.parse_failures == s.malformed
+    return late
+
+
+@pytest.mark.parametrize("mode", ["pointwise", "listwise"])
+def test_faults_cost_one_extra_request_each_and_change_no_score(
+    judge_server: JudgeServer, mode: str
+) -> None:
+    units, metric, clean, faulty = faulty_run(judge_server, mode, 200)
     assert [r.score for r in faulty] == [r.score for r in clean]  # every sample scored, same scores
     assert all(r.error is None for r in faulty)
-    assert s.requests == calls + injected  # each fault cost exactly one more request
-    stats = metric.judge.stats
-    assert stats.failures == 0 and stats.parse_failures == s.malformed
+    late_answers(units, metric, judge_server.stats)
+
+
+@pytest.mark.parametrize("mode", ["pointwise", "listwise"])
+def test_answers_after_the_time_out_are_not_counted_as_faults(
+    judge_server: JudgeServer, mode: str
+) -> None:
+    # what CPU load did once (1369 == 1000 + 367 failed): answers later than the client's
+    # 1 s time-out, here on purpose (10 % of requests take 1.5 s)
+    units, metric, clean, faulty = faulty_run(judge_server, mode, 40, slow_share=0.1,
+                                              slow_ms=1500)
+    assert [r.score for r in faulty] == [r.score for r in clean]
+    assert all(r.error is None for r in faulty)
+    s = judge_server.stats
+    assert late_answers(units, metric, s) > 0
+    # the count that failed: requests beyond one per unit and one per fault, from late answers
+    assert s.requests > units + s.status_429 + s.status_500 + s.malformed + s.hangs
 
 
 @pytest.mark.heavy  # hydra/launcher=local_parallel: joblib
