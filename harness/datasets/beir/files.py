@@ -223,8 +223,9 @@ def _text(path: Path, value: str, field: str, line: int) -> str:
 def read_qrels(path: Path) -> Iterator[tuple[int, tuple[str, str, float]]]:
     """``(line, (query id, doc id, grade))`` per row; the header line is recognised and skipped.
 
-    The header is the first non-blank line when its score column is not a number (BEIR
-    writes ``query-id corpus-id score``); a file without one loses no judgment.
+    The header is the first non-blank line when it names the columns (BEIR writes
+    ``query-id corpus-id score``; ``_is_header``); any other first line is a judgment, and
+    one whose score is not a number is refused, naming the line, never dropped unseen.
     """
     first = True
     for number, line in decoded_lines(path):
@@ -234,9 +235,7 @@ def read_qrels(path: Path) -> Iterator[tuple[int, tuple[str, str, float]]]:
         cells = text.split("\t")
         if first:
             first = False
-            if len(cells) == 3 and (
-                tuple(c.strip().lower() for c in cells) == _QRELS_HEADER or not _is_number(cells[2])
-            ):
+            if len(cells) == 3 and _is_header(cells):
                 continue
         if len(cells) != 3:
             raise DatasetError(
@@ -254,6 +253,20 @@ def read_qrels(path: Path) -> Iterator[tuple[int, tuple[str, str, float]]]:
                 str(path), f"expected a number, got {score!r}", line=number, field="score"
             )
         yield number, (qid, did, float(score))
+
+
+#: Names a header's score column goes by (besides BEIR's ``score``).
+_SCORE_NAMES = {"score", "relevance", "rel", "label", "grade", "judgment", "judgement"}
+
+
+def _is_header(cells: Sequence[str]) -> bool:
+    """Whether a qrels file's first line names its columns rather than judging a document:
+    BEIR's header, a score column named as such, or both id columns named ``...id``."""
+    names = tuple(c.strip().lower() for c in cells)
+    if names == _QRELS_HEADER or names[2] in _SCORE_NAMES:
+        return True
+    ids = all(n.replace("_", "").replace("-", "").endswith("id") for n in names[:2])
+    return ids and not _is_number(names[2])
 
 
 def _is_number(text: str) -> bool:
