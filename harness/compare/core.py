@@ -180,7 +180,9 @@ def _varying(runs: list[Any]) -> list[str]:
     hybrid's own settings do not make columns beside dense runs that lack them)."""
     choices = sorted({k for r in runs for k in r.data.tags if k.startswith("choice.")})
     out = [k for k in choices if len({r.data.tags.get(k) for r in runs}) > 1]
-    for k in sorted({k for r in runs for k in r.data.params} - COSMETIC):
+    params = {k for r in runs for k in r.data.params}
+    # run.fail_under as a mapping is logged as run.fail_under.<metric>
+    for k in sorted(k for k in params if ".".join(k.split(".")[:2]) not in COSMETIC):
         if len({r.data.params[k] for r in runs if k in r.data.params}) > 1:
             out.append(k)
     return out

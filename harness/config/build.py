@@ -146,6 +146,9 @@ def build(cfg: DictConfig, dataset: Dataset | None = None) -> Parts:
         if uses(cfg, group):
             check_missing(cfg, group)
     check_objective(run_settings)
+    from harness.run.gates import check_fail_under
+
+    check_fail_under(run_settings)
     task = instantiate(cfg, "task") if "task" in cfg else _default_task()
     if dataset is None:
         dataset = instantiate(cfg, "dataset")

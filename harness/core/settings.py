@@ -44,7 +44,8 @@ class RunSettings:
             longest retrieved list of the run), where a list scores as if padded with
             non-relevant chunks; by default they are dropped (summary ``retrieval_cutoffs``).
         fail_under: Fail the run (exit code 4, outputs kept) when its mean is below this
-            (or nothing was scored); null for no gate.
+            (or nothing was scored), or a mapping of logged metric to floor
+            (``{ndcg_at_10: 0.6}``; ``-name``: a ceiling); null for no gate.
         row_text_chars: Characters of the question and of each chunk's text kept in a
             ``samples.jsonl`` row (0: no texts, chunk ids only; ``null``: whole texts).
         report: Write ``report.html`` (summary, plots, every sample's ranked chunks).
@@ -71,7 +72,10 @@ class RunSettings:
     )
     retrieval_min_grade: float | None = None
     retrieval_beyond_depth: bool = False
-    fail_under: Annotated[float, Range(ge=0, le=1)] | None = None
+    # a mapping: any finite bound per metric (names and values checked by harness.run.gates)
+    fail_under: Annotated[float, Range(ge=0, le=1)] | dict[str, Annotated[float, Range()]] | (
+        None
+    ) = None
     row_text_chars: Annotated[int, Range(ge=0)] | None = 300
     report: bool = True
     retrieval_batch_size: Annotated[int, Range(ge=1)] = 1

@@ -1,26 +1,146 @@
 """A run's limits and gates, checked after its outputs are written: ``run.max_unscored_frac``
-and nothing scored (exit 3), ``run.fail_under`` (exit 4)."""
+and nothing scored (exit 3), ``run.fail_under`` (exit 4).
+
+``run.fail_under`` is a number (a floor on the mean) or a mapping of logged metric to floor,
+``{ndcg_at_10: 0.6, mean: 0.5}``; a name with a leading ``-`` is a ceiling instead
+(``{-retrieval_p95_ms: 50}``), as ``run.objective`` minimises such a name.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Mapping
 from pathlib import Path
 
+from harness.core.errors import ConfigError, closest
 from harness.core.protocols import Parts
-from harness.core.settings import Job
+from harness.core.settings import Job, RunSettings
+from harness.core.summary import TIMING_METRICS
+from harness.metrics.retrieval import logged_names
 from harness.run.loop import Tally
 
+#: What ``run.fail_under`` holds: a floor on the mean, or a floor (ceiling) per metric.
+FailUnder = float | Mapping[str, float] | None
 
-def fail_under(mean: float | None, threshold: float | None, out_dir: Path) -> str | None:
-    """Why the run fails ``run.fail_under`` (one line naming the mean, the threshold and
-    the run folder), or ``None`` when it passes or there is no gate."""
+#: The run's own numbers a gate may name (beside the retrieval and timing metrics).
+RUN_NUMBERS = ("mean", "success_rate", "n_samples", "n_scored", "n_unscored", "duration_s",
+               "retrieval_depth")
+#: Families of metrics whose names are not known before the run.
+OPEN_PREFIXES = ("judge/", "retriever/")
+
+
+def gate_names(run: RunSettings) -> list[str]:
+    """Every metric name a gate may name in a run with these settings."""
+    return [*RUN_NUMBERS, *logged_names(run.retrieval_ks), *TIMING_METRICS]
+
+
+def floors(threshold: FailUnder) -> dict[str, float]:
+    """``run.fail_under`` as ``{metric: floor}`` (a number gates the mean)."""
+    if threshold is None:
+        return {}
+    if isinstance(threshold, Mapping):
+        return dict(threshold)
+    return {"mean": threshold}
+
+
+def check_fail_under(run: RunSettings) -> None:
+    """A ``ConfigError`` before any work for a mapping that names a metric no run logs
+    (with a did-you-mean), holds a value that is not a finite number, or is empty."""
+    threshold = run.fail_under
+    if not isinstance(threshold, Mapping):
+        return  # a number: RunSettings checked its range
+    if not threshold:
+        raise ConfigError("run.fail_under: an empty mapping gates nothing; name a metric, "
+                          "e.g. 'run.fail_under={ndcg_at_10: 0.6}', or set null")
+    names = gate_names(run)
+    for name, floor in threshold.items():
+        metric = str(name).removeprefix("-")
+        if metric not in names and not metric.startswith(OPEN_PREFIXES):
+            cut = re.fullmatch(r"[a-z_]+_at_(\d+)", metric)
+            ks = (f" (the cut-offs are run.retrieval_ks={list(run.retrieval_ks)})"
+                  if cut and f"{metric.rsplit('_at_', 1)[0]}_at_{run.retrieval_ks[0]}" in names
+                  else "") if run.retrieval_ks else ""
+            raise ConfigError(
+                f"run.fail_under: {name!r} is not a metric a run logs{closest(metric, names)}"
+                f"{ks}; "
+                f"the gates may name {', '.join(names)}, judge/<counter> or retriever/<name> "
+                "(a leading - makes the value a ceiling)"
+            )
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or (
+            not math.isfinite(floor)
+        ):
+            raise ConfigError(f"run.fail_under.{name}: expected a finite number, got {floor!r}")
+
+
+def fail_under(
+    metrics: float | Mapping[str, float | None] | None, threshold: FailUnder, out_dir: Path
+) -> str | None:
+    """Why the run fails ``run.fail_under``, or ``None`` when it passes or there is no gate.
+
+    Args:
+        metrics: The run's logged metrics (``Summary.metrics()``), or its mean alone.
+        threshold: ``run.fail_under``.
+        out_dir: The run folder, named in the message.
+
+    Returns:
+        For a number, one line naming the mean, the threshold and the run folder. For a
+        mapping, the verdict first (how many gates failed, the run folder), then one line
+        per failing metric: its value and its floor (or ceiling).
+    """
     if threshold is None:
         return None
-    if mean is None:
-        return f"nothing was scored, so no mean to hold to run.fail_under={threshold} ({out_dir})"
-    if mean < threshold:
-        shown = f"{mean:.4f}" if round(mean, 4) < threshold else repr(mean)
-        return f"mean {shown} is below run.fail_under={threshold} ({out_dir})"
+    values = metrics if isinstance(metrics, Mapping) else {"mean": metrics}
+    if not isinstance(threshold, Mapping):
+        mean = values.get("mean")
+        if mean is None:
+            return (f"nothing was scored, so no mean to hold to run.fail_under={threshold} "
+                    f"({out_dir})")
+        if mean < threshold:
+            return f"mean {_shown(mean, threshold)} is below run.fail_under={threshold} ({out_dir})"
+        return None
+    failed = [why for name, bound in threshold.items()
+              if (why := _missed(values, str(name), float(bound))) is not None]
+    if not failed:
+        return None
+    verdict = (f"{len(failed)} of {len(threshold)} gates of run.fail_under failed "
+               f"({out_dir})")
+    return "\n".join([verdict, *(f"  {line}" for line in failed)])
+
+
+def _missed(values: Mapping[str, float | None], name: str, bound: float) -> str | None:
+    """Why ``values`` misses one gate (``name``: a floor; ``-name``: a ceiling), or None."""
+    ceiling = name.startswith("-")
+    metric = name.removeprefix("-")
+    value = values.get(metric)
+    if value is None:
+        return f"{metric}: not logged by this run{_why_absent(values, metric)}"
+    if ceiling and value > bound:
+        return f"{metric} {_shown(value, bound)} is above its ceiling {bound:g}"
+    if not ceiling and value < bound:
+        return f"{metric} {_shown(value, bound)} is below its floor {bound:g}"
     return None
+
+
+def _why_absent(values: Mapping[str, float | None], metric: str) -> str:
+    if metric == "mean":
+        return " (nothing was scored)"
+    cut = re.fullmatch(r"[a-z_]+_at_(\d+)", metric)
+    depth = values.get("retrieval_depth")
+    if cut and depth is not None and int(cut.group(1)) > depth:
+        return (f" (its cut-off is above the retrieval depth {depth:g}; "
+                "run.retrieval_beyond_depth=true logs it)")
+    if cut or metric == "mrr":
+        return " (it needs samples with reference ids and retrieved ids)"
+    return ""
+
+
+def _shown(value: float, bound: float) -> str:
+    """``value`` to 4 decimals, or in full where the rounding would hide which side of
+    ``bound`` it is on."""
+    rounded = round(value, 4)
+    return f"{value:.4f}" if (rounded < bound) == (value < bound) and rounded != bound else (
+        repr(value))
 
 
 def broken_limit(tally: Tally, job: Job, parts: Parts, rows: Path) -> str | None:

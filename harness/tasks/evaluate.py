@@ -61,7 +61,7 @@ class Evaluate:
         finalise(rows)
         summary = summarise(parts, job, tally, timed)
         failure = broken_limit(tally, job, parts, rows)
-        gate = fail_under(tally.mean, parts.settings.fail_under, job.out_dir)
+        gate = fail_under(summary.metrics(), parts.settings.fail_under, job.out_dir)
         if parts.settings.fail_under is not None:
             summary.gate = {"fail_under": parts.settings.fail_under, "passed": gate is None}
         tracked_run = finish(parts, job, summary, EVALUATE, rows=rows, tally=tally,

@@ -224,7 +224,7 @@ def test_fail_under_exits_4_with_one_line(tmp_path: Path) -> None:
     bad = run_cli(*args, "run.fail_under=1.5", cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
-        "error: run.fail_under: expected finite float in [0, 1] or null, got 1.5"]
+        "error: run.fail_under: expected finite float in [0, 1] or mapping or null, got 1.5"]
 
 
 def test_cutoffs_above_the_retrieval_depth_are_dropped_or_flagged(
