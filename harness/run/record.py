@@ -16,7 +16,7 @@ from harness.core.settings import Job
 from harness.core.summary import Summary
 from harness.core.types import RunRecord, Status, TrackedRun
 from harness.run.outputs import OutputError
-from harness.run.outputs.writers import Finished, OutputWriter
+from harness.run.outputs.writers import Finished, OutputWriter, written
 
 
 def base_tags(job: Job) -> dict[str, str]:
@@ -74,8 +74,12 @@ def finish(
     the writers' order."""
     done = Finished(job, summary, rows, parts.metric, tally, parts.tracker.keeps_artifacts,
                     parts.settings.report)
-    for writer in writers:
-        done.written += writer.write(done)
+    try:
+        for writer in writers:
+            done.written += written(writer, done)
+    except OutputError:
+        parts.tracker.abort("FAILED")  # the rows and the files before it stay
+        raise
     record = RunRecord(
         params=redact_tree(summary.params()),
         metrics={k: float(v) for k, v in summary.metrics().items() if v is not None},

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.core.protocols import Metric
-from harness.core.redact import redact_tree
+from harness.core.redact import redact, redact_tree
 from harness.core.settings import Job
 from harness.core.summary import Summary
 from harness.run.outputs.files import write_json, write_text
+from harness.run.outputs.folder import OutputError, hint, reason
 
 
 @dataclass
@@ -39,6 +40,17 @@ class OutputWriter(Protocol):
     def write(self, done: Finished) -> list[Path]:
         """Write it; return the files written (``[]``: nothing to write for this job)."""
         ...
+
+
+def written(writer: OutputWriter, done: Finished) -> list[Path]:
+    """``writer.write(done)``; an ``OSError`` it lets out (a full disk under a plot, the
+    report, a metric's files) is an ``OutputError`` naming the file and the cause."""
+    try:
+        return writer.write(done)
+    except OSError as e:
+        where = e.filename or done.job.out_dir
+        raise OutputError(f"cannot write {redact(str(where))} ({reason(e)}){hint(e)}; the "
+                          "files written before it are kept") from None
 
 
 class ConfigFile:
