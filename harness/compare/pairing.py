@@ -11,7 +11,8 @@ from harness.core.errors import ConfigError, closest
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 #: Metrics whose value does not depend on the context-precision variant.
-_RETRIEVAL = ("recall_at_", "ndcg_at_", "precision_at_", "mrr", "retrieval_depth")
+_RETRIEVAL = ("recall_at_", "ndcg_at_", "precision_at_", "hit_rate_at_", "map_at_", "mrr",
+              "retrieval_depth")
 
 
 def metric_kind(run: Any, metric: str) -> str:
@@ -87,12 +88,42 @@ def check_pair(base: Any, cand: Any, metric: str, force: bool) -> list[str]:
     return [f"forced: baseline and candidate differ in {p}" for p in problems]
 
 
-def gate(test: dict[str, Any], alpha: float, min_delta: float) -> tuple[bool, str]:
-    """``fail_if_worse``: whether the candidate is worse than the baseline (a mean paired
-    difference below ``-min_delta`` with p < ``alpha``), and the one line that says so."""
-    d, p = test["mean_diff"], test["p_value"]
-    worse = d < -min_delta and p < alpha
+#: The test the gate decides with, named in its line.
+GATE_TEST = "paired sign-flip test of the mean difference"
+
+
+def gate(
+    tests: dict[str, Any] | Sequence[dict[str, Any]], alpha: float, min_delta: float
+) -> tuple[bool, str]:
+    """``fail_if_worse``: whether a candidate is worse than the baseline, and the line that
+    says so (one per comparison after the first).
+
+    The decision uses one test, the paired sign-flip (permutation) test of the mean
+    difference: the mean is the number compare ranks by and ``min_delta`` is in its units,
+    and the test assumes only that, with no difference, a pair's sign is a coin flip.
+    Wilcoxon's signed-rank test is printed beside it for reference only: it tests ranks,
+    and disagrees with the mean when a few large changes outweigh many small ones. A
+    candidate is worse when its mean paired difference is below ``-min_delta`` with
+    p < ``alpha``; with several comparisons the p-values are Holm-adjusted first.
+    """
+    from harness.compare.stats import holm
+
+    listed = [tests] if isinstance(tests, dict) else list(tests)
+    adjusted = holm([t["p_value"] for t in listed])
     floor = f"-{min_delta:g}" if min_delta else "0"
-    why = (f"candidate - baseline = {d:+.4f} on {test['n_pairs']} pairs, p = {p:.4g}; "
-           f"fails when below {floor} with p < {alpha:g}")
-    return worse, f"gate {'FAILED: the candidate is worse' if worse else 'passed'}: {why}"
+    holm_note = f"; Holm-adjusted over {len(listed)} comparisons" if len(listed) > 1 else ""
+    verdicts = []
+    for test, p in zip(listed, adjusted, strict=True):
+        d = test["mean_diff"]
+        worse = d < -min_delta and p < alpha
+        who = "candidate" if len(listed) == 1 else f"candidate {test['run_a']['name']}"
+        verdicts.append((worse, f"{who} - baseline = {d:+.4f} on {test['n_pairs']} pairs, "
+                                f"p = {p:.4g} ({GATE_TEST}, {test['p_method']}{holm_note}); "
+                                f"fails when below {floor} with p < {alpha:g}"))
+    failed = any(w for w, _ in verdicts)
+    head = "gate FAILED: the candidate is worse" if failed else "gate passed"
+    if len(listed) == 1:
+        return failed, f"{head}: {verdicts[0][1]}"
+    lines = [f"{head}: {sum(w for w, _ in verdicts)} of {len(listed)} candidates worse"]
+    lines += [f"  {'worse' if w else 'ok'}: {text}" for w, text in verdicts]
+    return failed, "\n".join(lines)

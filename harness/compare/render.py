@@ -13,11 +13,13 @@ def _fmt(v: float | None, sign: bool = False) -> str:
 
 
 def render(result: dict[str, Any]) -> str:
-    """The comparison as Markdown: per group (dataset and metric) the table, the paired
-    test and its notes."""
+    """The comparison as Markdown: the gate's verdict first (with ``fail_if_worse``), then
+    per group (dataset and metric) the table, the paired test and its notes."""
     groups = result["groups"]
-    return "\n".join((f"### {g['label']}\n\n" if len(groups) > 1 else "") + _group(result, g)
-                     for g in groups)
+    verdict = f"{result['gate']['line']}\n\n" if result.get("gate") else ""
+    return verdict + "\n".join(
+        (f"### {g['label']}\n\n" if len(groups) > 1 else "") + _group(result, g) for g in groups
+    )
 
 
 def _group(result: dict[str, Any], group: dict[str, Any]) -> str:
@@ -41,7 +43,9 @@ def _group(result: dict[str, Any], group: dict[str, Any]) -> str:
             w = "n/a" if t["p_wilcoxon"] is None else f"{t['p_wilcoxon']:.4f}"
             lines += [f"  mean difference  {_fmt(t['mean_diff'], True)} ({a} - {b})  {pct} "
                       f"[{_fmt(t['ci'][0], True)}, {_fmt(t['ci'][1], True)}]",
-                      f"  p (sign-flip, {t['p_method']})  {t['p_value']:.4f}    p (Wilcoxon)  {w}"]
+                      f"  p (sign-flip, {t['p_method']})  {t['p_value']:.4f}    p (Wilcoxon)  {w}",
+                      "  the sign-flip test tests the mean difference (the gate's test); "
+                      "Wilcoxon tests signed ranks, for reference"]
     if group["notes"]:
         lines += ["", *(f"note: {n}" for n in group["notes"])]
     return "\n".join(lines) + "\n"

@@ -54,6 +54,18 @@ def sign_flip_p(diffs: ArrayLike, resamples: int, seed: int) -> tuple[float, str
     return (1 + hits) / (1 + resamples), "randomization"
 
 
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the i-th smallest p times
+    ``m - i`` (i from 0), made non-decreasing, capped at 1. Rejecting where the adjusted p
+    is below alpha keeps the chance of any false "worse" at alpha over ``m`` comparisons."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    adjusted, running = [1.0] * len(pvalues), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
 def paired_test(
     a: dict[str, float], b: dict[str, float], resamples: int = 2000,
     confidence: float = 0.95, seed: int = 0,
