@@ -98,7 +98,9 @@ def expectations(trace: Any) -> dict[str, Any]:
     return out
 
 
-def _reference(expected: Mapping[str, Any]) -> str | None:
+def reference_of(expected: Mapping[str, Any]) -> str | None:
+    """The reference answer of the expectations (``expected_response``, else the
+    ``expected_facts`` one a line)."""
     for name in EXPECTED_RESPONSE:
         value = expected.get(name)
         if isinstance(value, str) and value:
@@ -108,8 +110,9 @@ def _reference(expected: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _reference_contexts(where: str, expected: Mapping[str, Any], id_keys: Sequence[str]
+def reference_contexts_of(where: str, expected: Mapping[str, Any], id_keys: Sequence[str]
                         ) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """The texts and ids of ``expected_retrieved_context`` (``None`` where absent)."""
     value = expected.get(EXPECTED_CONTEXT)
     if value is None:
         return None, None
@@ -123,9 +126,11 @@ def _reference_contexts(where: str, expected: Mapping[str, Any], id_keys: Sequen
 
 
 def trace_samples(trace: Any, id_keys: Sequence[str], question_from: str,
-                  span_name: str | None) -> list[tuple[RagSample, Origin]]:
+                  span_name: str | None, expected: Mapping[str, Any] | None = None,
+                  ) -> list[tuple[RagSample, Origin]]:
     """One sample per RETRIEVER span of ``trace`` (named ``span_name``, when set), in the
-    order the spans started; id: the trace id, ``TRACE/SPAN`` when it has several."""
+    order the spans started; id: the trace id, ``TRACE/SPAN`` when it has several. The
+    reference comes from ``expected`` when given, else from the trace's expectations."""
     from mlflow.entities import SpanType
 
     trace_id = trace.info.trace_id
@@ -133,9 +138,9 @@ def trace_samples(trace: Any, id_keys: Sequence[str], question_from: str,
                    key=lambda s: s.start_time_ns)
     question = text_of(trace.data.request, QUESTION_KEYS)
     response = text_of(trace.data.response, RESPONSE_KEYS)
-    expected = expectations(trace)
+    expected = expectations(trace) if expected is None else expected
     where = f"trace {trace_id}"
-    reference_contexts, reference_ids = _reference_contexts(where, expected, id_keys)
+    reference_contexts, reference_ids = reference_contexts_of(where, expected, id_keys)
     out = []
     for span in spans:
         at = f"{where} span {span.name!r}"
@@ -145,7 +150,7 @@ def trace_samples(trace: Any, id_keys: Sequence[str], question_from: str,
         ask = question if question_from == "trace" and question is not None else query
         sample = RagSample(
             id=trace_id if len(spans) == 1 else f"{trace_id}/{span.span_id}",
-            user_input=ask or question, reference=_reference(expected), response=response,
+            user_input=ask or question, reference=reference_of(expected), response=response,
             retrieved_contexts=texts, retrieved_context_ids=ids,
             reference_contexts=reference_contexts, reference_context_ids=reference_ids)
         out.append((sample, Origin(trace_id, span.span_id)))
