@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.core.errors import ConfigError, closest
+from harness.core.text import text_problem
 
 Mode = Literal["pointwise", "listwise"]
 
@@ -107,6 +108,8 @@ class PromptTemplate:
                 ("reason.user", self.reason["user"], VARIABLES["reason"]),
             ]
         for where, text, _ in checks:
+            if (problem := text_problem(text)) is not None:  # as dataset text is checked
+                raise ConfigError(f"prompt {self._name} ({where}): the text {problem}")
             _refuse_internals(f"prompt {self._name} ({where})", text, env.parse(text))
         self._dry_run()
         for where, text, allowed in checks:
