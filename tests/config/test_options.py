@@ -19,6 +19,10 @@ NEEDS_EXTRA = {("retriever", "dense"), ("retriever", "hybrid"), ("rerank", "dens
 #: Options that name the user's own code, left ``???`` (their own tests run them end to end).
 NEEDS_USER_CODE = {("retriever", "custom"): "_target_", ("retriever", "langchain"): "factory",
                    ("retriever", "llamaindex"): "factory"}
+#: Options that name the user's own files or experiment, left ``???`` (their tests in
+#: tests/datasets/ run them on real ones).
+NEEDS_USER_DATA = {("dataset", "trec"): {"run", "qrels"},
+                   ("dataset", "mlflow_traces"): {"experiment_name"}}
 NEEDS_PATH = {
     ("dataset", "jsonl"), ("dataset", "json"), ("dataset", "csv"), ("dataset", "beir"),
     ("dataset", "parquet"),
@@ -68,6 +72,10 @@ def test_option_composes_and_instantiates(group: str, option: str, tmp_path: Pat
         if (group, option) in NEEDS_USER_CODE:
             missing = OmegaConf.missing_keys(OmegaConf.select(cfg, group))
             assert missing == {f"{group}.{NEEDS_USER_CODE[group, option]}"}
+            return
+        if (group, option) in NEEDS_USER_DATA:
+            missing = OmegaConf.missing_keys(OmegaConf.select(cfg, group))
+            assert missing == {f"{group}.{k}" for k in NEEDS_USER_DATA[group, option]}
             return
         obj = instantiate(OmegaConf.select(cfg, package_of(group, option)), _convert_="all")
     assert obj is not None
