@@ -173,10 +173,9 @@ def check_objective(run: RunSettings) -> None:
     metrics, ``judge/<counter>`` or ``retriever/<name>``."""
     from harness.core.objectives import parse
     from harness.core.summary import TIMING_METRICS
+    from harness.metrics.retrieval import logged_names
 
-    names = set(RUN_METRICS) | set(TIMING_METRICS)
-    for k in run.retrieval_ks:
-        names |= {f"recall_at_{k}", f"ndcg_at_{k}"}
+    names = set(RUN_METRICS) | set(TIMING_METRICS) | set(logged_names(run.retrieval_ks))
     for objective in parse(run.objective):
         name = objective.name
         if name not in names and not name.startswith(("judge/", "retriever/")):

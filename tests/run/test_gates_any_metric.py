@@ -109,3 +109,10 @@ def test_open_families_are_accepted(tmp_path: Path) -> None:
     result = run_cli(*data(tmp_path), "run.fail_under={retriever/coverage: 0.5}", cwd=tmp_path)
     assert result.returncode == 4
     assert err_lines(result.stderr)[1] == "  retriever/coverage: not logged by this run"
+
+
+def test_the_new_retrieval_metrics_are_objectives_too(tmp_path: Path) -> None:
+    # run.objective names what a run logs: precision, hit rate and MAP at each cut-off too
+    result = run_cli(*data(tmp_path), "run.objective=map_at_3", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.summary()["retrieval"]["map_at_3"] == pytest.approx((1 / 2 + 1 / 2) / 2)
