@@ -57,8 +57,8 @@ class Check:
                 + " ".join(parts))
 
 
-#: One list of checks per running pytest session, innermost last (pytester runs sessions
-#: inside a session); checks made outside a session go to the bottom list.
+#: The checks made and not yet reported, per running pytest session, innermost last
+#: (pytester runs sessions inside a session); checks made outside a session go to the bottom.
 _SESSIONS: list[list[Check]] = [[]]
 
 
@@ -67,14 +67,18 @@ def begin_session() -> None:
     _SESSIONS.append([])
 
 
-def end_session() -> list[Check]:
-    """The checks of the session that ends."""
-    return _SESSIONS.pop() if len(_SESSIONS) > 1 else list(_SESSIONS[0])
+def end_session() -> None:
+    """The session ends: forget what it did not report."""
+    if len(_SESSIONS) > 1:
+        _SESSIONS.pop()
 
 
-def session_checks() -> list[Check]:
-    """The checks the innermost running session made so far."""
-    return list(_SESSIONS[-1])
+def take() -> list[Check]:
+    """The checks made since the last ``take`` (the plugin puts them on the test's report,
+    so that the summary sees them whichever process ran the test)."""
+    made = list(_SESSIONS[-1])
+    _SESSIONS[-1].clear()
+    return made
 
 
 def current_test() -> str:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 MARKER = "harness_config"
 _RESULT = pytest.StashKey["EvaluationResult"]()
+#: The ``user_properties`` name a check travels under on a test's report.
+PROPERTY = "harness_check"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,18 +53,44 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """This session's checks are kept apart from an outer session's (pytester)."""
     checks.begin_session()
+    session.config.pluginmanager.register(Summary(), f"harness-summary-{id(session)}")
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line per check the session made, if it made any."""
-    made = checks.end_session()
-    if not made:
-        return
-    failed = sum(1 for c in made if c.failed)
-    terminalreporter.write_sep("=", f"harness context precision: {len(made) - failed} passed, "
-                                    f"{failed} failed")
-    for check in made:
-        terminalreporter.write_line(check.line())
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """The checks a test made ride on its report (to the controller, under xdist)."""
+    report = yield
+    for check in checks.take():
+        report.user_properties.append((PROPERTY, [check.line(), bool(check.failed)]))
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Forget the checks nobody reported."""
+    checks.end_session()
+
+
+class Summary:
+    """Collects the checks from the reports of one session; prints them at its end."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, bool]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the checks of each finished test phase, wherever it ran."""
+        for name, value in report.user_properties:
+            if name == PROPERTY and isinstance(value, (list, tuple)) and len(value) == 2:
+                self.lines.append((str(value[0]), bool(value[1])))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """One line per check the session made, if it made any."""
+        if not self.lines:
+            return
+        failed = sum(1 for _, bad in self.lines if bad)
+        terminalreporter.write_sep("=", f"harness context precision: {len(self.lines) - failed} "
+                                        f"passed, {failed} failed")
+        for line, _ in self.lines:
+            terminalreporter.write_line(line)
 
 
 def session_overrides(config: pytest.Config) -> list[str]:

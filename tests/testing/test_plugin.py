@@ -265,3 +265,18 @@ def test_a_missing_config_file_fails_the_marked_test_in_one_line(
     errors = [line for line in result.stdout.lines if line.startswith("error: ")]
     assert errors == [f"error: {pytester.path / 'nowhere.yaml'}: cannot read the config file "
                       "(No such file or directory)"]
+
+
+def test_the_summary_sees_checks_made_in_xdist_workers(pytester: pytest.Pytester) -> None:
+    """Under ``-n 2`` the checks run in worker processes; their lines reach the summary."""
+    pytester.makepyfile(test_x=_test_file(
+        "import pytest\n"
+        "@pytest.mark.parametrize('floor', [0.1, 0.2, 0.99])\n"
+        "def test_x(floor):\n"
+        "    assert_context_precision(SAMPLES, 'id_ranked', floors={'mean': floor})\n"))
+    result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*harness context precision: 2 passed, 1 failed*"])
+    lines = [line for line in result.stdout.lines if line.startswith(("PASS ", "FAIL "))]
+    assert sorted(line.split()[1] for line in lines) == [
+        "test_x.py::test_x[0.1]", "test_x.py::test_x[0.2]", "test_x.py::test_x[0.99]"]
