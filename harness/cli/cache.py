@@ -209,7 +209,15 @@ def _open(args: argparse.Namespace, given: list[str]) -> VerdictCache | PgCacheA
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the cache command; return the exit code."""
+    """Run the cache command; return the exit code (a signal: 128 + its number)."""
+    from harness.cli.signals import stops
+
+    with stops("harness.cache", "a prune is one DELETE, done whole or not at all"):
+        return _main(argv)
+    return 130  # not reached: stops exits; for the type checker
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m harness.cli.cache", description=__doc__.splitlines()[0]
     )

@@ -6,6 +6,7 @@ import os
 import sys
 from typing import Any
 
+from harness.cli.signals import stops
 from harness.compare.core import compare
 from harness.core.errors import ConfigError, HarnessError, closest
 
@@ -79,6 +80,28 @@ def parse(argv: list[str]) -> dict[str, Any]:
     return args
 
 
+def _run(argv: list[str]) -> dict[str, Any]:
+    """Parse and compare; a bad argument, store or run is one ``error:`` line, exit 2."""
+    from harness.compare.store import check_named_runs
+    from harness.core.redact import redact
+
+    try:
+        args = parse(argv)
+        uri = args["tracking_uri"] or os.environ.get("MLFLOW_TRACKING_URI") or \
+            "sqlite:///mlflow.db"
+        check_named_runs(uri, {"baseline": args["baseline"], "candidate": args["candidate"]})
+        return compare(args.pop("experiment"), **args)
+    except HarnessError as e:
+        print(f"error: {redact(str(e))}", file=sys.stderr)
+    except OSError as e:  # a file the store or the plots could not write or read
+        print(f"error: {redact(str(e))}", file=sys.stderr)
+    except Exception as e:  # the store's own errors (MlflowException and kin): one line
+        if not type(e).__module__.startswith("mlflow"):
+            raise
+        print(f"error: MLflow: {redact(str(e).strip().splitlines()[0])}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: print the table and the test; exit 2 on a usage or store error,
     4 when ``fail_if_worse`` finds the candidate worse."""
@@ -87,18 +110,9 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE, end="")
         return
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    try:
-        args = parse(argv)
-        result = compare(args.pop("experiment"), **args)
-    except HarnessError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as e:  # the store's own errors (MlflowException and kin): one line
-        if not type(e).__module__.startswith("mlflow"):
-            raise
-        print(f"error: MLflow: {str(e).strip().splitlines()[0]}", file=sys.stderr)
-        sys.exit(2)
-    print(result["table"], end="")
+    with stops("harness.compare", "nothing more was logged to MLflow"):
+        result = _run(argv)
+    print(result["table"], end="")  # not interrupted: the table and the gate's line
     if result["logged_to"]:
         print(f"logged {', '.join(result['artifacts'])} to run {result['logged_to']}")
     if result["gate"]:

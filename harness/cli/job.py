@@ -107,13 +107,15 @@ def main(cfg: DictConfig) -> JobValue | None:
         print(line, file=sys.stderr)
         sys.exit(code)
     except KeyboardInterrupt as e:
+        from harness.cli.signals import exiting
+
         signum = e.signum if isinstance(e, Interrupted) else 2
         print(
             f"interrupted (signal {signum}): the MLflow run is marked KILLED; finished rows are "
             "in samples.jsonl.partial and judge verdicts in the cache, so rerunning resumes",
             file=sys.stderr,
         )
-        sys.exit(128 + signum)
+        sys.exit(exiting(e))
 
 
 def _failed_value(cfg: DictConfig, nan: float) -> JobValue:

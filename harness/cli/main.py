@@ -170,7 +170,7 @@ def main() -> None:
     What Hydra would print as a traceback before a job starts (a YAML error in a config
     file, a refused callback or logging factory) is one line (``cli.failures``); an
     interruption outside a job, one line and 128 + the signal's number."""
-    from harness.cli.signals import signal_number
+    from harness.cli.signals import exiting, signal_number
     from harness.cli.stderr import hold_stderr
     from harness.config.hints import suggest
     from harness.tracking.mlflow.tracker import discard_prewarmed
@@ -205,7 +205,7 @@ def main() -> None:
         signum = signal_number(e)
         print(f"interrupted (signal {signum}): stopped before or between jobs; the results "
               "of finished jobs are in their folders", file=sys.stderr)
-        sys.exit(128 + signum)
+        sys.exit(exiting(e))
     finally:
         _restore_full_error(full_error)
         held.release()

@@ -8,7 +8,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness.cli.signals import stops
 from harness.core.errors import HarnessError, TrackingError
+from harness.core.redact import redact
 
 USAGE = """usage: python -m harness.report RUN_DIR|SWEEP_DIR|RUN_ID [tracking_uri=URI] [out=FILE]
 
@@ -26,16 +28,40 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args else 2
     options = dict(a.partition("=")[::2] for a in args[1:])
     unknown = sorted(set(options) - {"tracking_uri", "out"})
-    try:
-        if unknown:
-            raise HarnessError(f"unknown option {unknown[0]}= (known: tracking_uri=, out=)")
-        out = Path(options["out"]) if options.get("out") else None
-        path = write(args[0], out, options.get("tracking_uri"))
-    except HarnessError as e:
-        print(f"harness.report: {e}", file=sys.stderr)
-        return 2
+    with stops("harness.report", "the report was not written"):
+        try:
+            if unknown:
+                raise HarnessError(f"unknown option {unknown[0]}= (known: tracking_uri=, out=)")
+            out = check_out(options["out"]) if "out" in options else None
+            path = write(args[0], out, options.get("tracking_uri"))
+        except HarnessError as e:
+            print(f"harness.report: {redact(str(e))}", file=sys.stderr)
+            return 2
+        except OSError as e:  # a folder that cannot be read, a file that cannot be written
+            where = f" {e.filename}" if e.filename else ""
+            print(f"harness.report: cannot read or write{where} ({e.strerror or e})",
+                  file=sys.stderr)
+            return 2
     print(f"wrote {path}")
     return 0
+
+
+def check_out(value: str) -> Path:
+    """``out=``: a new file, or an earlier HTML report, in a folder that exists; checked
+    before any work (``HarnessError`` otherwise): never a folder, never another file."""
+    if not value.strip():
+        raise HarnessError("out= is empty: give the report's file name, e.g. out=report.html")
+    out = Path(value).expanduser()
+    if out.is_dir():
+        raise HarnessError(f"out={value} is a folder; give the report's file name, e.g. "
+                           f"out={out / 'report.html'}")
+    if not out.parent.is_dir():
+        raise HarnessError(f"out={value}: the folder {out.parent} does not exist; create it "
+                           "or write elsewhere")
+    if out.exists() and out.suffix.lower() not in (".html", ".htm"):
+        raise HarnessError(f"out={value} exists and is not an HTML report; the report would "
+                           "overwrite it: give a new file name ending in .html")
+    return out
 
 
 def write(target: str, out: Path | None, tracking_uri: str | None) -> Path:

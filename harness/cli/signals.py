@@ -3,7 +3,8 @@
 closed terminal or SSH session) raise ``Interrupted``, which each command turns into one line
 and exit code 128 + the signal's number. A signal repeated while the first is being handled
 (two Ctrl-C 100 ms apart, or SIGTERM sent to the whole process group after Ctrl-C) is ignored
-for ``REPEAT_S`` seconds, so that the clean stop it started is not itself interrupted.
+for ``REPEAT_S`` seconds, so that the clean stop it started is not itself interrupted, and
+once the command exits because of one, every later one is (``exiting``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ def install() -> None:
         signal.signal(signum, _on_signal)
 
 
+def exiting(error: KeyboardInterrupt) -> int:
+    """The command ends because of ``error``: further stop signals are ignored from now on
+    (Python puts the default handlers back while it shuts down, and a second Ctrl-C then
+    would kill the process, exit -2); return the exit code, 128 + the signal's number."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+    return 128 + signal_number(error)
+
+
 def signal_number(error: KeyboardInterrupt) -> int:
     """The signal behind ``error`` (a plain ``KeyboardInterrupt``: SIGINT)."""
     return error.signum if isinstance(error, Interrupted) else int(signal.SIGINT)
@@ -57,9 +68,10 @@ def stops(command: str, what: str = "nothing was written") -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as e:
+        previous.clear()  # the process ends: signals stay ignored (``exiting``)
         signum = signal_number(e)
         print(f"interrupted (signal {signum}): {command} stopped; {what}", file=sys.stderr)
-        sys.exit(128 + signum)
+        sys.exit(exiting(e))
     finally:  # a command called in process (a test, a script) leaves the handlers as found
         for signum, handler in previous.items():
             if handler is not None:

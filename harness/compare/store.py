@@ -24,7 +24,7 @@ def open_experiment(uri: str, experiment: str | None) -> tuple[Any, Any]:
     """
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
         raise TrackingError(f"no MLflow store at {uri} (set tracking_uri= or $MLFLOW_TRACKING_URI)")
-    c = client(uri)
+    c = LiveRuns(client(uri))
     if experiment is None:
         return c, None
     exp = c.get_experiment_by_name(experiment)
@@ -32,7 +32,59 @@ def open_experiment(uri: str, experiment: str | None) -> tuple[Any, Any]:
         names = [e.name for e in c.search_experiments()]
         hint = closest(experiment, names)
         raise TrackingError(f"no experiment {experiment!r} in {redact_uri(uri)}{hint}")
+    if getattr(exp, "lifecycle_stage", "active") == "deleted":
+        raise TrackingError(
+            f"experiment {experiment!r} is deleted (in MLflow's trash); restore it "
+            f"(mlflow experiments restore --experiment-id {exp.experiment_id}) to compare its "
+            "runs"
+        )
     return c, exp
+
+
+class DeletedRun(TrackingError):
+    """A run named by its id is in MLflow's trash: never compared."""
+
+
+class LiveRuns:
+    """An ``MlflowClient`` whose ``get_run`` refuses a deleted run (searches leave them out
+    already): a run in the trash is never compared, nor gated on, silently."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def get_run(self, run_id: str) -> Any:
+        run = self.inner.get_run(run_id)
+        if getattr(run.info, "lifecycle_stage", "active") == "deleted":
+            raise DeletedRun(deleted_line(run_id))
+        return run
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def deleted_line(run_id: str) -> str:
+    """What to say about deleted run ``run_id``."""
+    return (f"run {run_id} is deleted (in MLflow's trash): it is not compared; restore it "
+            f"(mlflow runs restore --run-id {run_id}) or name another run")
+
+
+def check_named_runs(uri: str, named: dict[str, str | None]) -> None:
+    """Refuse a baseline or candidate given by the id of a deleted run, naming it (the
+    comparison itself would only say that no run has that id)."""
+    import re
+
+    ids = {role: spec for role, spec in named.items()
+           if spec and re.fullmatch(r"[0-9a-f]{32}", spec)}
+    if not ids or (uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file()):
+        return
+    c = client(uri)
+    for role, spec in ids.items():
+        try:
+            run = c.get_run(spec)
+        except Exception:  # noqa: S112 - not an id of this store: the comparison says so
+            continue
+        if getattr(run.info, "lifecycle_stage", "active") == "deleted":
+            raise ConfigError(f"{role}={spec}: {deleted_line(spec)}")
 
 
 def search(c: Any, exp_id: str, filter_string: str) -> list[Any]:

@@ -32,8 +32,10 @@ def _preload() -> None:
 
 def main() -> int:
     """Serve one run; return the exit code."""
-    # Ctrl-C reaches the whole process group; the parent decides how the run ends.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C, and SIGTERM or SIGHUP sent to the process group, reach this process too; the
+    # parent decides how the run ends (its end of input alone marks the run KILLED).
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     _preload()
     first = sys.stdin.readline()
     if not first.strip():
