@@ -125,3 +125,66 @@ def test_the_cli_scores_the_traces(traced: Recorded, tmp_path: Path) -> None:
     described = result.summary()["dataset"]
     assert described["format"] == "mlflow_traces" and described["traces"] == 2
     assert described["filter"] == "tags.`env` = 'prod'"
+
+
+def _record_bad(uri: str, experiment: str, outputs: Any, fail: bool = False) -> str:
+    import mlflow
+    from mlflow.entities import SpanType
+
+    @mlflow.trace(span_type=SpanType.RETRIEVER)
+    def retrieve(query: str) -> Any:
+        if fail:
+            raise RuntimeError("index offline")
+        return outputs
+
+    @mlflow.trace
+    def rag(question: str) -> str:
+        try:
+            retrieve(question)
+        except RuntimeError:
+            return "sorry"
+        return "ok"
+
+    old = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        mlflow.set_experiment(experiment)
+        rag("what is up")
+        mlflow.flush_trace_async_logging()
+        return str(mlflow.get_last_active_trace_id())
+    finally:
+        mlflow.set_tracking_uri(old)
+
+
+@pytest.mark.parametrize(("outputs", "message"), [
+    (["plain string, not a document"], "document 1 has no page_content text"),
+    ({"documents": []}, "the RETRIEVER span's outputs are not a list of documents (got dict)"),
+])
+def test_a_retriever_span_without_documents_is_named(
+    traced: Recorded, outputs: Any, message: str
+) -> None:
+    experiment = f"bad-{len(message)}"
+    trace_id = _record_bad(traced.uri, experiment, outputs)
+    with pytest.raises(DatasetError) as caught:
+        MlflowTracesDataset(experiment, traced.uri).check()
+    assert str(caught.value).startswith(f"trace {trace_id} span 'retrieve': {message}")
+
+
+def test_a_failed_retrieval_is_a_sample_without_chunks(traced: Recorded, tmp_path: Path) -> None:
+    """The retriever raised: the trace is kept, its sample unscored with the reason."""
+    trace_id = _record_bad(traced.uri, "failing-retriever", None, fail=True)
+    [sample] = _read_from(traced.uri, "failing-retriever")
+    assert (sample.id, sample.user_input, sample.response) == (trace_id, "what is up", "sorry")
+    assert sample.retrieved_contexts is None
+    result = run_cli("dataset=mlflow_traces", "dataset.experiment_name=failing-retriever",
+                     f"dataset.tracking_uri={traced.uri}", "metric=non_llm", "tracking=none",
+                     "run.max_unscored_frac=1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [row] = result.rows()
+    assert row["score"] is None and "retrieved_contexts" in row["error"]
+
+
+def _read_from(uri: str, experiment: str) -> list[Any]:
+    dataset = MlflowTracesDataset(experiment, uri)
+    dataset.check()
+    return list(dataset.samples())
