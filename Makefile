@@ -23,7 +23,7 @@ browser:  ## report.html in headless Chromium (apt chromium chromium-driver; '.[
 	$(PY) -m pytest -m browser
 
 shared:  ## tests on the full public data sets in ../shared/data (or $$HARNESS_SHARED_DATA)
-	$(PY) -m pytest -m shared_data
+	$(PY) -m pytest -n 2 -m "shared_data and not heavy and not browser"
 
 lint:  ## ruff
 	$(VENV_BIN)ruff check harness tests benchmarks

@@ -123,7 +123,7 @@ def test_no_second_registry():
     assert offenders == []
 
 
-#: The rooms of the package, bottom up (docs/architecture.md): a room may import itself and
+#: The rooms of the package, bottom up (docs/contributing/architecture.md): a room may import itself and
 #: the rooms of a lower rank only.
 RANKS = {
     "core": 0, "conf": 0,

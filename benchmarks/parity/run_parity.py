@@ -96,7 +96,7 @@ def make_dataset(n: int, seed: int = 20250101) -> tuple[list[dict[str, Any]], li
 
 
 def ap(verdicts: list[int], eps: float) -> float:
-    """docs/metrics.md section 1, exactly (left to right, one division at the end)."""
+    """docs/reference/metrics.md section 1, exactly (left to right, one division at the end)."""
     total, count = 0.0, 0
     for k, v in enumerate(verdicts, start=1):
         if v:
@@ -342,7 +342,7 @@ def render(r: dict[str, Any]) -> str:
         "## Scores",
         "",
         "| comparison | samples | identical `repr` and verdicts | differences "
-        "| harness vs docs/metrics.md formula |",
+        "| harness vs docs/reference/metrics.md formula |",
         "|---|---|---|---|---|",
     ]
     for name, c in r.get("comparisons", {}).items():

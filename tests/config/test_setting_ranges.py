@@ -153,7 +153,7 @@ def test_settings_on_the_edge_of_their_range_run(tmp_path: Path, args: list[str]
 
 
 def test_eps_is_in_the_score(tmp_path: Path) -> None:
-    """docs/metrics.md: AP = sum(precision@k * v_k) / (relevant retrieved + eps). With one
+    """docs/reference/metrics.md: AP = sum(precision@k * v_k) / (relevant retrieved + eps). With one
     relevant chunk at rank 1, a finite eps gives 1 / (1 + eps)."""
     rows = tmp_path / "d.jsonl"
     rows.write_text(

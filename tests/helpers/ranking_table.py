@@ -1,5 +1,5 @@
 """The verdict patterns the ranking tests share, with ragas's and deepeval's scores for each
-(the reference values of docs/metrics.md section 1)."""
+(the reference values of docs/reference/metrics.md section 1)."""
 
 # (verdicts, ragas repr with eps=1e-10, deepeval repr with eps=0 or None when not listed)
 TABLE = [

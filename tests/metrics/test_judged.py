@@ -93,7 +93,7 @@ def test_pointwise_scores_with_any_judge(tmp_path):
     assert metric.prevalidate is True
     assert metric.requires == {"user_input", "reference", "retrieved_contexts"}
     [r], finished = run(metric)
-    # docs/metrics.md section 1, verdicts [1, 0, 1] with ragas's eps 1e-10
+    # docs/reference/metrics.md section 1, verdicts [1, 0, 1] with ragas's eps 1e-10
     assert r.verdicts == [1, 0, 1] and repr(r.score) == "0.8333333332916666"
     assert finished == [0] and judge.closed
     sha = metric.prompt.sha256
@@ -110,7 +110,7 @@ def test_listwise_scores_with_any_judge():
     judge = LabelJudge(LABELS)
     metric = ContextualPrecision("contextual_precision", judge, prompt("contextual_precision"))
     [r], finished = run(metric)
-    # docs/metrics.md section 1, verdicts [1, 0, 1] with deepeval's eps 0
+    # docs/reference/metrics.md section 1, verdicts [1, 0, 1] with deepeval's eps 0
     assert r.verdicts == [1, 0, 1] and repr(r.score) == "0.8333333333333333"
     assert r.details["success"] is True and r.details["reason"] == "explained"
     assert [kind for kind, _, _ in judge.asked] == ["listwise", "reason"]

@@ -1,4 +1,4 @@
-"""docs/metrics.md section 1: the reference values, compared by Python repr."""
+"""docs/reference/metrics.md section 1: the reference values, compared by Python repr."""
 
 import pytest
 from helpers.ranking_table import TABLE
