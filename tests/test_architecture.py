@@ -123,8 +123,8 @@ def test_no_second_registry():
     assert offenders == []
 
 
-#: The rooms of the package, bottom up (docs/contributing/architecture.md): a room may import itself and
-#: the rooms of a lower rank only.
+#: The rooms of the package, bottom up (docs/contributing/architecture.md): a room may import
+#: itself and the rooms of a lower rank only.
 RANKS = {
     "core": 0, "conf": 0,
     "datasets": 1, "prompts": 1, "tracking": 1, "judges": 1, "retrievers": 1,

@@ -5,8 +5,8 @@ Every case ends one of two ways (README "Edge cases" and "Datasets"):
 - ``Fails``: exit code 2, stderr is ONE line ``error: FILE[:LINE]: [field 'F': ]WHAT``, no
   traceback, and neither ``summary.json`` nor ``samples.jsonl`` is written;
 - ``Scores``: exit code 0, and the rows of ``samples.jsonl`` carry the documented outcome: a
-  score computed here independently (docs/reference/metrics.md formulas), or ``score: null`` with its
-  reason in ``error``; never NaN, never a silent 0 for an unscorable sample.
+  score computed here independently (docs/reference/metrics.md formulas), or ``score: null``
+  with its reason in ``error``; never NaN, never a silent 0 for an unscorable sample.
 
 Cheap cases of one metric share a CLI run (see ``_job_key``); each run happens once, when
 the first of its cases needs it, and each test then checks its own case.
@@ -71,7 +71,7 @@ class Case:
     solo: bool = False  # never share a CLI run with other cases (see ``_job_key``)
 
 
-# ------------------------------------------------------ independent scoring (docs/reference/metrics.md)
+# ---------------------------------------- independent scoring (docs/reference/metrics.md)
 
 
 def ap(verdicts: list[int], eps: float) -> float:

@@ -1,4 +1,5 @@
-"""docs/reference/metrics.md 2.1 and 2.2: ragas IDBasedContextPrecision, and our rank-aware id_ranked."""
+"""docs/reference/metrics.md 2.1 and 2.2: ragas IDBasedContextPrecision, and our rank-aware
+id_ranked."""
 
 from collections.abc import Sequence
 

@@ -1,4 +1,5 @@
-"""docs/reference/metrics.md 2.3: ragas NonLLMContextPrecisionWithReference, checked against rapidfuzz."""
+"""docs/reference/metrics.md 2.3: ragas NonLLMContextPrecisionWithReference, checked against
+rapidfuzz."""
 
 import random
 from collections.abc import Sequence
