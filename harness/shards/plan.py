@@ -151,6 +151,7 @@ class JsonlSpan(JsonlDataset):
 
     def __init__(self, whole: JsonlDataset, span: Span) -> None:
         super().__init__(whole.path, whole.fields)
+        self.documents = whole.documents  # dataset.corpus: the whole file's documents
         self.format = whole.format
         self.span = span
         self.columns: MappedColumns | None = None

@@ -264,3 +264,15 @@ def test_bad_csv_and_missing_corpus_files(tmp_path: Path) -> None:
                    tmp_path / "dup.parquet")
     fails(run_cli(*base, f"dataset.corpus={tmp_path / 'dup.parquet'}", cwd=tmp_path),
           "dup.parquet:2: field 'id'", "duplicate id 'a'")
+
+
+def test_shards_search_the_same_corpus(tmp_path: Path) -> None:
+    qfile, dfile = write_questions(tmp_path, "jsonl"), write_corpus(tmp_path, "jsonl")
+    args = ("dataset=jsonl", f"dataset.path={qfile}", f"dataset.corpus={dfile}",
+            "retriever=bm25", "retriever.stopwords=null", "metric=id_ranked", "tracking=none")
+    sharded = run_cli(*args, "run.shards=2", cwd=tmp_path, timeout=300)
+    assert sharded.returncode == 0, sharded.stderr
+    for row in sharded.rows():
+        [q] = [q for q in QUESTIONS if q["id"] == row["id"]]
+        assert row["retrieved_context_ids"] == [d for d, _ in bm25_lucene(q["user_input"], DOCS)]
+    assert sharded.summary()["dataset"]["documents"] == len(DOCS)
