@@ -63,12 +63,44 @@ def redact(text: str) -> str:
     return text
 
 
+#: Parts of a setting's name (split at ``_``, ``-``, ``.``) that say its value is a secret.
+_SECRET_PARTS = {"password", "passwd", "pwd", "secret", "token", "apikey", "credential",
+                 "credentials"}
+
+
+def secret_key(name: str) -> bool:
+    """Whether a setting named ``name`` holds a secret (``api_key``, ``password``,
+    ``auth_token``, ``retriever.client_secret``), not a name of one (``api_key_env``) nor a
+    count (``max_tokens``)."""
+    parts = [p for p in re.split(r"[_\-.]+", name.lower().lstrip("+~")) if p]
+    if not parts or parts[-1] == "env":
+        return False
+    pairs = {a + b for a, b in zip(parts, parts[1:], strict=False)}
+    return bool(_SECRET_PARTS & {*parts, *pairs})
+
+
+def register_tree(value: Any) -> None:
+    """``register`` every string under a secret-named key in nested dicts and lists (a
+    user's ``retriever.api_key``), so that ``redact`` masks it in any text from now on."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and secret_key(k) and isinstance(v, str):
+                register(v)
+            else:
+                register_tree(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            register_tree(v)
+
+
 def redact_tree(value: Any) -> Any:
-    """``redact`` applied to every string in nested dicts, lists and tuples (keys too)."""
+    """``redact`` applied to every string in nested dicts, lists and tuples (keys too); the
+    value of a secret-named key (``secret_key``) is masked whole."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {redact_tree(k): redact_tree(v) for k, v in value.items()}
+        return {redact_tree(k): MASK if isinstance(k, str) and secret_key(k) and
+                isinstance(v, str) and v else redact_tree(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(redact_tree(v) for v in value)
     return value

@@ -14,7 +14,7 @@ import os
 import re
 from urllib.parse import urlsplit
 
-from harness.core.redact import redact
+from harness.core.redact import redact, register, secret_key
 
 PREFIX = "HARNESS_SECRET_"
 # Hydra's override_dirname escapes the reference: $\{oc.env\:HARNESS_SECRET_0\}
@@ -26,11 +26,15 @@ _PLACEHOLDER = "HARNESSREF"
 
 def hide(args: list[str]) -> list[str]:
     """``args`` with each credential-bearing override value moved to the environment (each
-    element of a sweep's comma-separated list of URIs on its own)."""
+    element of a sweep's comma-separated list of URIs on its own), and the value of each
+    secret-named setting (``retriever.api_key=...``, ``harness.core.redact.secret_key``)."""
     out = []
     for arg in args:
         key, sep, value = arg.partition("=")
-        if sep and not key.startswith("-") and redact(value) != value and not (
+        if sep and not key.startswith("-") and value and "${" not in value and secret_key(key):
+            register(value)  # masked in any text from now on
+            arg = f"{key}={_hidden(value)}"  # retriever.api_key=...: the whole value
+        elif sep and not key.startswith("-") and redact(value) != value and not (
             _password_is_reference(value)
         ):
             parts = value.split(",")

@@ -12,6 +12,7 @@ from harness.core.objectives import parse as parse_objective
 from harness.core.protocols import Parts
 from harness.core.settings import RunSettings
 from harness.core.types import RagSample
+from harness.retrievers.boundary import guarded
 from harness.run.loop import Tally, evaluate
 from harness.run.timing import Timed
 
@@ -63,7 +64,7 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
                 f"{parts.dataset.source} has; map your column with "
                 f"dataset.fields.{field}=COLUMN or choose another metric"
             )
-    parts.metric.preflight()
+    guarded(f"metric {parts.metric.name}", "preflight()", parts.metric.preflight)
     return samples
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from harness.core.errors import HarnessError
 from harness.core.protocols import Metric, OnDone, Parts
-from harness.core.redact import redact
+from harness.core.redact import redact, register_tree
 from harness.core.text import one_line
 from harness.core.types import RagSample, SampleResult
 from harness.datasets.fields import MappedColumns
@@ -85,6 +85,7 @@ class ShardWorker:
         from harness.tasks.evaluate import Evaluate
         from harness.tracking.null import NullTracker
 
+        register_tree(self.config)  # this process's own registry of secrets
         if os.getcwd() != self.cwd and os.path.isdir(self.cwd):
             os.chdir(self.cwd)  # a Ray worker: relative paths are the parent's
         cfg = OmegaConf.create(self.config)

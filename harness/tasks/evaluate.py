@@ -6,15 +6,17 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness import __version__
-from harness.core.errors import DatasetError, GateFailed, RunFailed
+from harness.core.errors import ComponentFailed, DatasetError, GateFailed, RunFailed
 from harness.core.objectives import job_value
 from harness.core.protocols import Parts
+from harness.core.redact import register_tree
 from harness.core.settings import Job, JobValue
 from harness.core.summary import RunSummary
 from harness.core.types import RagSample
 from harness.metrics.retrieval import dropped_names
 from harness.report.console import print_summary
 from harness.report.writers import EVALUATE
+from harness.retrievers.boundary import guarded
 from harness.run.gates import broken_limit, fail_under
 from harness.run.loop import Tally
 from harness.run.outputs import finalise, partial_of, streamed, strip_keys
@@ -40,10 +42,11 @@ class Evaluate:
         """Plan, score into ``samples.jsonl``, summarise; the record path writes the other
         outputs and logs the run. Returns the summary and ``run.objective``'s value (NaN
         when it has none; a tuple when it names several)."""
+        register_tree(job.config)  # secret-named settings (retriever.api_key) masked from now
         timed = parts.retriever = timed_retriever(parts)
         batches, total = self.plan(parts, job)
         rows = job.out_dir / "samples.jsonl"
-        tags = {**base_tags(job), **_prompt_tags(parts.metric.describe())}
+        tags = {**base_tags(job), **_prompt_tags(_described(parts))}
         bar, progress = progress_bar(parts.settings, total)
         try:
             with (tracked(parts, job, tags, lambda: partial_of(rows).unlink(missing_ok=True)),
@@ -92,6 +95,15 @@ class Evaluate:
         return dropped_names(tally.retrieval_ks, tally.retrieval_depth, tally.beyond_depth)
 
 
+def _described(parts: Parts) -> dict[str, Any]:
+    """The metric's ``describe()``, behind the boundary of users' code."""
+    got = guarded(f"metric {parts.metric.name}", "describe()", parts.metric.describe)
+    if not isinstance(got, dict):
+        raise ComponentFailed(f"metric {parts.metric.name}: describe() returned "
+                              f"{type(got).__name__}; expected a dict")
+    return dict(got)
+
+
 def _prompt_tags(described: dict[str, Any]) -> dict[str, str]:
     prompt = described.get("prompt")
     if prompt is None:
@@ -102,7 +114,7 @@ def _prompt_tags(described: dict[str, Any]) -> dict[str, str]:
 def summarise(parts: Parts, job: Job, tally: Tally, timed: Timed) -> RunSummary:
     """The run's ``RunSummary``: the tally's numbers and every part's provenance (the metric
     described after scoring: the server said which model answered)."""
-    described = dict(parts.metric.describe())
+    described = _described(parts)
     judge, prompt = described.pop("judge", None), described.pop("prompt", None)
     used = {g: job.config[g] for g in (*PARAM_GROUPS, "judge") if g in job.config}
     if judge is None:
@@ -114,7 +126,8 @@ def summarise(parts: Parts, job: Job, tally: Tally, timed: Timed) -> RunSummary:
                          retriever=parts.retriever.describe(), judge=judge, prompt=prompt,
                          described=described, tracking=parts.tracker.describe(),
                          harness_version=__version__, output_dir=str(job.out_dir),
-                         judge_stats=parts.metric.stats())
+                         judge_stats=guarded(f"metric {parts.metric.name}", "stats()",
+                                             parts.metric.stats))
     summary.metric = job.choices.get("metric", parts.metric.name)
     if success is not _NONE:
         summary.success_rate = {"value": success}

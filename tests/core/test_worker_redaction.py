@@ -8,6 +8,7 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,17 @@ URL = "https://svc:Pa55word-canary@127.0.0.1:9/search"
 
 
 @pytest.fixture(autouse=True)
-def _secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+def _secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No registered secret and no hidden value before the test, none left after it."""
+
     monkeypatch.setattr(harness.core.redact, "_SECRETS", set())
+    before = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_SECRET_")}
+    for name in before:
+        del os.environ[name]
+    yield
     for name in [k for k in os.environ if k.startswith("HARNESS_SECRET_")]:
-        monkeypatch.delenv(name)
+        del os.environ[name]
+    os.environ.update(before)
 
 
 def crossed(work: Any) -> BaseException:

@@ -16,7 +16,7 @@ from typing import Any
 from harness import __version__
 from harness.core.errors import ConfigError, JudgeError
 from harness.core.protocols import Judge, Parts
-from harness.core.redact import redact_tree
+from harness.core.redact import redact_tree, register_tree
 from harness.core.settings import Job, JobValue
 from harness.core.summary import AgreementSummary
 from harness.core.types import JudgeRequest
@@ -54,6 +54,7 @@ class JudgeAgreement:
 
     def run(self, parts: Parts, job: Job) -> tuple[AgreementSummary, JobValue]:
         """Judge every sampled pair, compare, write, log; return kappa as the objective."""
+        register_tree(job.config)  # secret-named settings masked in every text from now
         corpus = parts.dataset.corpus()
         if corpus is None:
             raise ConfigError(
