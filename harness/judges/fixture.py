@@ -9,7 +9,8 @@ answers in the JSON the variants parse.
   chunk's text as the dataset gives it); a chunk with no label leaves its sample unscored,
   naming the question (``unlabelled=irrelevant`` counts it as not relevant instead).
 - without labels, ``rule=overlap``: relevant iff at least ``min_overlap`` of the answer's
-  words (the reference, or the response for ``llm_without_reference``) are in the chunk.
+  words (the reference, or the response for ``llm_without_reference``; the question where
+  the prompt has no answer, as in ``task=judge_agreement``) are in the chunk.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from harness.core.validation import Range, check_value
 T = TypeVar("T")
 
 _SECTION = r"<{tag}>\n(.*)\n</{tag}>"
-_POINTWISE = re.compile(
-    _SECTION.format(tag="question") + r"\s*" + _SECTION.format(tag="answer") + r"\s*"
+_POINTWISE = re.compile(  # the answer is absent from query_relevance (judge agreement)
+    _SECTION.format(tag="question") + r"\s*(?:" + _SECTION.format(tag="answer") + r"\s*)?"
     + _SECTION.format(tag="context") + r"\s*$", re.S)
 _LISTWISE = re.compile(
     _SECTION.format(tag="question") + r"\s*" + _SECTION.format(tag="answer")
@@ -144,7 +145,7 @@ class FixtureJudge:
                 raise self._unreadable()
             question, answer, context = found.groups()
             reply = {"reason": f"judge=fixture ({self.rule})",
-                     "verdict": self._verdict(question, answer, context)}
+                     "verdict": self._verdict(question, answer or question, context)}
         else:
             question, answer, contexts = self._listwise(user, request.items)
             reply = {"verdicts": [

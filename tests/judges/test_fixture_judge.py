@@ -132,3 +132,40 @@ def test_bad_settings(tmp_path: Path) -> None:
           "none.jsonl", "file not found (judge.labels)")
     fails(run_cli(*base, "judge.min_overlap=0", cwd=tmp_path, env=NO_KEY), "judge.min_overlap")
     fails(run_cli(*base, "judge.rule=ids", cwd=tmp_path, env=NO_KEY), "judge.rule")
+
+
+TINY = ROOT / "tests" / "data" / "beir_tiny"
+
+
+def _tiny() -> tuple[dict[str, str], dict[str, str], list[tuple[str, str, float]]]:
+    """Queries, document contents (title, a blank line, text) and the judged pairs."""
+    read = [json.loads(x) for x in (TINY / "queries.jsonl").read_text("utf-8").splitlines()
+            if x.strip()]
+    queries = {q["_id"]: q["text"] for q in read}
+    docs = {}
+    for line in (TINY / "corpus.jsonl").read_text("utf-8").splitlines():
+        if line.strip():
+            d = json.loads(line)
+            docs[d["_id"]] = f"{d['title']}\n\n{d['text']}" if d.get("title") else d["text"]
+    pairs = []
+    for line in (TINY / "qrels" / "test.tsv").read_text("utf-8").splitlines()[1:]:
+        q, d, g = line.split("\t")
+        if q in queries and d in docs:
+            pairs.append((q, d, float(g)))
+    return queries, docs, pairs
+
+
+@pytest.mark.parametrize("agree", [True, False])
+def test_judge_agreement_against_labels(tmp_path: Path, agree: bool) -> None:
+    queries, docs, pairs = _tiny()
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({
+        "question": queries[q], "context": docs[d], "relevant": int((g >= 1) == agree)}) + "\n"
+        for q, d, g in pairs), "utf-8")
+    result = run_cli("task=judge_agreement", "dataset=beir", f"dataset.path={TINY}",
+                     "judge=fixture", f"judge.labels={labels}", "tracking=none",
+                     cwd=tmp_path, env=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    summary = result.summary()
+    assert summary["pairs"] == len(pairs)
+    assert summary["accuracy"] == (1.0 if agree else 0.0)
