@@ -132,12 +132,20 @@ def one_line(error: BaseException) -> tuple[str, int] | None:
                     "call ('()' factories, classes outside logging); nothing was called"
                     ), BAD_CONFIG
         return f"{key}: {_LOGGING_PART.sub('', text).lstrip(': ')}", BAD_CONFIG
+    if any(f.endswith("hydra/core/plugins.py") for f, _ in frames):
+        names = {name for _, name in frames}
+        key = ("hydra.launcher" if "instantiate_launcher" in names else "hydra.sweeper"
+               if "instantiate_sweeper" in names else "hydra")
+        return (f"{key}._target_: {_flat(str(error))}; choose an option of hydra/sweeper or "
+                "hydra/launcher (nothing was called)"), BAD_CONFIG
     if _job_traceback(error.__traceback__) is not None or isinstance(
             error, CompactHydraException):
         return None
     if isinstance(error, (HydraException, OmegaConfBaseException)):
         return _flat(str(error)) or type(error).__name__, COMPOSITION
-    return None
+    # anything else Hydra raised before a job: one line; the traceback on request
+    return (f"{type(error).__name__}: {_flat(str(error))} (before any job ran; set "
+            "HYDRA_FULL_ERROR=1 for the traceback)"), COMPOSITION
 
 
 def hydra_report(error: Exception) -> NoReturn:

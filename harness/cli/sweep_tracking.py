@@ -10,6 +10,7 @@ without a parent.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -77,15 +78,24 @@ class SweepTracking(Callback):
         from harness.run.outputs import failed_jobs
         from harness.tracking.names import SWEEP_KEYS_ENV, swept_keys
 
-        if self._stopped:  # its one line said that no job has run: no report, no ranking
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        ending = sys.exc_info()[1]  # Hydra calls this from a finally: what ends the sweep
+        interrupted = isinstance(ending, KeyboardInterrupt) or (
+            isinstance(ending, SystemExit) and isinstance(ending.code, int)
+            and ending.code >= 128)
+        if self._stopped or interrupted or ending is not None or not _jobs_started(sweep_dir):
+            # a line says why (a signal, the store, the sweeper): no report, no ranking, and
+            # the parent run says the sweep did not finish
             self._stopped = False
             os.environ.pop(SWEEP_KEYS_ENV, None)
+            sweep, self._sweep = self._sweep, None
+            if sweep is not None:
+                _abort(sweep, "KILLED" if interrupted else "FAILED", _objective(config))
             return
         if config.get("run", {}).get("report", True):
             from harness.report.sweep import sweep_report
 
             sweep_report(str(config.hydra.sweep.dir))
-        sweep_dir = Path(str(config.hydra.sweep.dir))
         objective = _objective(config)
         swept = swept_keys()
         os.environ.pop(SWEEP_KEYS_ENV, None)
@@ -96,6 +106,23 @@ class SweepTracking(Callback):
             from harness.report.console import read_jobs, render
 
             print(render(read_jobs(sweep_dir, objective), objective, sweep_dir, swept))
+
+
+def _abort(sweep: SweepTracker, status: str, objective: str) -> None:
+    """End the parent run with ``status`` (a tracker without ``abort_sweep``: closed)."""
+    abort = getattr(sweep, "abort_sweep", None)
+    if callable(abort):
+        abort(status)
+    else:
+        sweep.end_sweep(objective, 1)
+
+
+def _jobs_started(sweep_dir: Any) -> bool:
+    """Whether any job of the sweep started (each makes its folder in the sweep's)."""
+    try:
+        return any(p.is_dir() for p in sweep_dir.iterdir())
+    except OSError:
+        return False
 
 
 def _objective(config: DictConfig) -> str:

@@ -197,6 +197,9 @@ class SweepTracker(Protocol):
         jobs failed (the parent is then FAILED)."""
         ...
 
+    # Optional: ``abort_sweep(status)`` ends the parent run with ``status`` (``KILLED``: the
+    # sweep was interrupted; ``FAILED``: no job could run); without it, ``end_sweep``.
+
 
 class Tracker(Protocol):
     """Records runs (``tracking`` group). ``begin`` may start work in the background.

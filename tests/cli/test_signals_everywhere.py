@@ -110,3 +110,26 @@ def test_two_ctrl_c_100_ms_apart(tmp_path: Path, mlflow_store: str) -> None:
         x for x in err.splitlines() if x.startswith("interrupted (signal 2): the MLflow run")]
     [run] = mlflow_runs.runs(mlflow_store, "twice")
     assert run.info.status == "KILLED"
+
+
+@pytest.mark.slow
+def test_a_terminated_sweep_parent_is_killed_not_finished(
+        tmp_path: Path, mlflow_store: str) -> None:
+    with JudgeServer(sample_labels(), latency_ms=150, concurrency=4) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness", "-m", "metric=llm_with_reference", "judge=local",
+             f"judge.base_url={server.base_url}", "judge.model=test-judge",
+             "judge.max_concurrency=4", "run.limit=30,31", "experiment_name=sweep_term",
+             f"hydra.sweep.dir={tmp_path / 'sweep'}", "run.progress=false"],
+            cwd=tmp_path, env=cli_env({"MLFLOW_TRACKING_URI": mlflow_store}),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        wait_for_judging(server)
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    runs = mlflow_runs.runs(mlflow_store, "sweep_term")
+    [parent] = [r for r in runs if r.data.tags.get("harness.sweep") == "parent"]
+    assert parent.info.status == "KILLED"
+    assert {r.info.status for r in runs if r is not parent} <= {"KILLED"}
+    assert not (tmp_path / "sweep" / "report.html").exists()

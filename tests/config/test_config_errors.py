@@ -140,3 +140,20 @@ def test_config_folders_that_are_not_there(tmp_path: Path) -> None:
 def test_a_bad_objective_interpolation_is_one_line(tmp_path: Path) -> None:
     result = run_cli(*BEIR, "retriever=bm25", "run.objective=${nope}", cwd=tmp_path)
     one_line(result, 2, "run: Interpolation key 'nope' not found")
+
+
+def test_a_sweeper_or_launcher_target_in_an_experiment_file(tmp_path: Path) -> None:
+    searchpath = user_conf(tmp_path, {
+        "experiment/sweeper.yaml": "# @package _global_\nhydra:\n  sweeper:\n"
+                                   "    _target_: os.system\n",
+        "experiment/launcher.yaml": "# @package _global_\nhydra:\n  launcher:\n"
+                                    "    _target_: subprocess.run\n",
+    })
+    for name, key, target in (("sweeper", "hydra.sweeper", "os.system"),
+                              ("launcher", "hydra.launcher", "subprocess.run")):
+        sweep = tmp_path / f"sweep-{name}"
+        result = run_cli("-m", *BEIR, searchpath, f"experiment={name}",
+                         f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+        one_line(result, 2, f"{key}._target_: ", f"'{target}'", "nothing was called")
+        assert result.stdout.strip() == ""  # no ranking of a sweep that never ran
+        assert not (sweep / "report.html").exists()

@@ -215,6 +215,20 @@ class MlflowSweep:
             )
 
 
+    def abort_sweep(self, status: str = "KILLED") -> None:
+        """End the sweep's parent run with ``status`` (``KILLED``: the sweep was interrupted;
+        ``FAILED``: no job could run), best effort: the command is ending already."""
+        import os
+
+        from harness.tracking.sweep import PARENT_ENV
+
+        parent, self._parent = self._parent, None
+        os.environ.pop(PARENT_ENV, None)
+        if parent is not None:
+            with contextlib.suppress(Exception):  # MLflow raises many types
+                client(self.tracking_uri, write=True).set_terminated(parent, status)
+
+
 def _stop(line: str) -> NoReturn:
     """End the command from a Hydra callback with one error line (see ``begin_sweep``)."""
     print(f"error: {redact(line)}", file=sys.stderr)
