@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import DatasetError
-from harness.core.types import Corpus, Document
+from harness.core.types import Corpus, Document, RagSample
 from harness.datasets.fields import MappedColumns
 from harness.datasets.parquet import read_parquet
 from harness.datasets.reading import (
@@ -86,13 +86,31 @@ class CorpusFile:
         """The sha256 of the file's bytes."""
         return file_sha256(self.path)
 
-    def describe(self) -> dict[str, Any]:
-        """The file, its format and how many documents it holds."""
-        return {
-            "corpus": str(self.path),
-            "corpus_format": self.format,
-            "documents": len(self.corpus().documents),
+    def describe(
+        self, samples: Callable[[], Iterable[RagSample]] | None = None
+    ) -> dict[str, Any]:
+        """The file, its format, how many documents it holds and, given the ``samples``,
+        how many of their reference ids it lacks (no retriever can return those: a corpus
+        whose ids are spelled otherwise than the questions' scores 0 everywhere)."""
+        docs = self.corpus().documents
+        out: dict[str, Any] = {
+            "corpus": str(self.path), "corpus_format": self.format, "documents": len(docs),
         }
+        if samples is None:
+            return out
+        known = {d.id for d in docs}
+        referenced: set[str] = set()
+        try:
+            for sample in samples():
+                referenced.update(sample.reference_context_ids or ())
+        except DatasetError:
+            return out  # the run already read them; a file changed since is said elsewhere
+        missing = referenced - known
+        out["reference_ids"] = len(referenced)
+        out["reference_ids_missing_from_corpus"] = len(missing)
+        if missing:
+            out["reference_ids_missing_examples"] = sorted(missing)[:5]
+        return out
 
     def _records_of(self) -> Iterator[tuple[int, dict[str, Any]]]:
         if self.format == "parquet":

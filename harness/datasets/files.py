@@ -94,7 +94,7 @@ class FileDataset:
     def describe(self) -> dict[str, Any]:
         """What a reader of the outputs needs to know about the data."""
         out: dict[str, Any] = {"format": self.format, "path": str(self.path)}
-        return out if self.documents is None else {**out, **self.documents.describe()}
+        return out if self.documents is None else {**out, **self.documents.describe(self.samples)}
 
     def corpus(self) -> Corpus | None:
         """The documents of ``dataset.corpus``; None without one."""

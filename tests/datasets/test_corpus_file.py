@@ -134,6 +134,11 @@ def test_bm25_ranks_your_corpus_as_bm25_does(tmp_path: Path, questions: str,
     assert summary["dataset"]["corpus"] == str(dfile)
     assert summary["dataset"]["documents"] == len(DOCS)
     assert summary["dataset"]["corpus_format"] == corpus
+    # q3's x404 is in no document: no retriever can find it, and the summary says so
+    referenced = {r for q in QUESTIONS for r in q["reference_context_ids"]}
+    assert summary["dataset"]["reference_ids"] == len(referenced)
+    assert summary["dataset"]["reference_ids_missing_from_corpus"] == 1
+    assert summary["dataset"]["reference_ids_missing_examples"] == ["x404"]
 
 
 def test_the_corpus_is_part_of_the_data_hash(tmp_path: Path) -> None:
