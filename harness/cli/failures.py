@@ -141,6 +141,11 @@ def one_line(error: BaseException) -> tuple[str, int] | None:
     if _job_traceback(error.__traceback__) is not None or isinstance(
             error, CompactHydraException):
         return None
+    for ex in _chain(error):
+        full_key = getattr(ex, "full_key", None)
+        if isinstance(ex, OmegaConfBaseException) and full_key:
+            first = str(ex).strip().splitlines()[0] if str(ex).strip() else type(ex).__name__
+            return f"{full_key}: {first}", BAD_CONFIG
     if isinstance(error, (HydraException, OmegaConfBaseException)):
         return _flat(str(error)) or type(error).__name__, COMPOSITION
     # anything else Hydra raised before a job: one line; the traceback on request

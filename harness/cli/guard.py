@@ -55,10 +55,22 @@ def _earlier_sweep(path: Path) -> bool:
             or any(path.glob("*/summary.json")) or bool(failed_jobs(path)))
 
 
+def _setting(config: DictConfig, key: str) -> str:
+    """``hydra.KEY`` as a string; one line and exit 2 when it does not resolve (Hydra would
+    turn the callback's error into a warning and go on, unguarded)."""
+    try:
+        return str(config.hydra[key.split(".")[0]][key.split(".")[1]])
+    except Exception as e:  # noqa: BLE001 - OmegaConf raises several types
+        _stop(HarnessError(f"hydra.{key}: {str(e).strip().splitlines()[0]}"))
+
+
 def _check_output_subdir(config: DictConfig) -> None:
     """``hydra.output_subdir`` is a folder inside the run's folder (or null): ``..`` or an
     absolute path would put Hydra's files into another run's folder."""
-    subdir = config.hydra.get("output_subdir")
+    try:
+        subdir = config.hydra.get("output_subdir")
+    except Exception as e:  # noqa: BLE001 - OmegaConf raises several types
+        _stop(HarnessError(f"hydra.output_subdir: {str(e).strip().splitlines()[0]}"))
     if subdir is None:
         return
     parts = Path(str(subdir)).parts
@@ -92,7 +104,7 @@ class RunGuard(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Check and claim ``hydra.run.dir`` before Hydra writes into it."""
         _check_output_subdir(config)
-        run_dir = str(config.hydra.run.dir)
+        run_dir = _setting(config, "run.dir")
         try:
             path = check_folder(run_dir, "hydra.run.dir")
             if _earlier_sweep(path):
@@ -110,7 +122,7 @@ class RunGuard(Callback):
         """Check ``hydra.sweep.dir`` and ``run.objective`` before any job starts."""
         _check_output_subdir(config)
         _check_objective(config)
-        sweep_dir = str(config.hydra.sweep.dir)
+        sweep_dir = _setting(config, "sweep.dir")
         try:
             path = check_folder(sweep_dir, "hydra.sweep.dir")
         except HarnessError as e:
@@ -125,7 +137,10 @@ class RunGuard(Callback):
         """Say how many jobs failed and end the command with code 2 (4 when every failed job
         only failed its gate). Hydra calls this callback last (end callbacks run in
         reverse order), after the sweep's parent run is closed."""
-        failed = failed_jobs(Path(str(config.hydra.sweep.dir)))
+        try:
+            failed = failed_jobs(Path(str(config.hydra.sweep.dir)))
+        except Exception:  # noqa: BLE001 - it did not resolve: on_multirun_start said so
+            return
         if not failed:
             return
         gates = sum(_gate_only(p / FAILED) for p in failed)

@@ -78,8 +78,11 @@ class SweepTracking(Callback):
         from harness.run.outputs import failed_jobs
         from harness.tracking.names import SWEEP_KEYS_ENV, swept_keys
 
-        sweep_dir = Path(str(config.hydra.sweep.dir))
         ending = sys.exc_info()[1]  # Hydra calls this from a finally: what ends the sweep
+        try:
+            sweep_dir = Path(str(config.hydra.sweep.dir))
+        except Exception:  # noqa: BLE001 - it did not resolve: the guard has said so
+            sweep_dir, ending = Path(), ending or RuntimeError("hydra.sweep.dir")
         interrupted = isinstance(ending, KeyboardInterrupt) or (
             isinstance(ending, SystemExit) and isinstance(ending.code, int)
             and ending.code >= 128)

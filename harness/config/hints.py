@@ -67,7 +67,8 @@ def _suggest(args: list[str]) -> str | None:
             options = sorted(f.stem for f in (conf / key).glob("*.yaml"))
             if value in options or "," in value:
                 valid_picks.append(arg)
-            elif (Path("conf") / key / f"{value}.yaml").is_file():
+            elif (Path("conf") / key / f"{value}.yaml").is_file() and not any(
+                    a.lstrip("+").startswith("hydra.searchpath=") for a in args):
                 return (f"hint: '{value}' is in ./conf/{key}/{value}.yaml, which Hydra reads "
                         "once you add hydra.searchpath=[file://conf]")
             else:

@@ -157,3 +157,29 @@ def test_a_sweeper_or_launcher_target_in_an_experiment_file(tmp_path: Path) -> N
         one_line(result, 2, f"{key}._target_: ", f"'{target}'", "nothing was called")
         assert result.stdout.strip() == ""  # no ranking of a sweep that never ran
         assert not (sweep / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("hydra.run.dir=o/${nope}", "hydra.run.dir"),  # Hydra made the guard's error a warning
+        ("hydra.run.dir=o/${oc.env:HARNESS_TEST_UNSET_VAR}", "hydra.run.dir"),
+        ("hydra.job.chdir=${nope}", "hydra.job.chdir"),
+        ("hydra.verbose=${nope}", "hydra.verbose"),
+        ("+hydra.job.env_set.X=${nope}", "hydra.job.env_set.X"),
+        ("hydra.output_subdir=${nope}", "hydra.output_subdir"),
+        ("dataset.path=${oc.env:HARNESS_TEST_UNSET_VAR}", "dataset"),
+    ],
+)
+def test_an_interpolation_that_does_not_resolve_names_its_key(
+        tmp_path: Path, override: str, key: str) -> None:
+    result = run_cli(*BEIR, "retriever=bm25", override, cwd=tmp_path)
+    line = one_line(result, 2, f"error: {key}: ")
+    assert "nope" in line or "HARNESS_TEST_UNSET_VAR" in line
+    assert not list(tmp_path.glob("o/*"))
+
+
+def test_a_sweep_folder_that_does_not_resolve(tmp_path: Path) -> None:
+    result = run_cli("-m", *BEIR, "retriever=bm25", "hydra.sweep.dir=${nope}", cwd=tmp_path)
+    one_line(result, 2, "error: hydra.sweep.dir: Interpolation key 'nope' not found")
+    assert result.stdout.strip() == ""

@@ -231,3 +231,19 @@ def test_a_target_that_exits_is_one_line_not_a_silent_zero(pkg: str, tmp_path: P
     result = run_cli("retriever=custom", f"retriever._target_={pkg}.search.exits",
                      f"trusted_targets=[{pkg}.*]", *BEIR, cwd=tmp_path)
     fails(result, f"retriever._target_: building {pkg}.search.exits called sys.exit(0)")
+
+
+def test_a_package_that_exits_at_import_is_one_line_not_exit_0(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the example: a silent exit 0 with no result
+    name = write_package(tmp_path, f"quitpkg_{uuid.uuid4().hex[:8]}",
+                         {"__init__.py": "import sys\nsys.exit(0)\n"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = run_cli("retriever=custom", f"retriever._target_={name}.search.Words",
+                     f"trusted_targets=[{name}.*]", *BEIR, cwd=tmp_path)
+    fails(result, f"retriever._target_: importing {name} called sys.exit(0)")
+    stops = write_package(tmp_path, f"intpkg_{uuid.uuid4().hex[:8]}",
+                          {"__init__.py": "raise KeyboardInterrupt\n"})
+    result = run_cli("retriever=custom", f"retriever._target_={stops}.make",
+                     f"trusted_targets=[{stops}.*]", *BEIR, cwd=tmp_path)
+    fails(result, f"importing {stops} raised KeyboardInterrupt")
