@@ -281,3 +281,26 @@ def test_shards_search_the_same_corpus(tmp_path: Path) -> None:
         [q] = [q for q in QUESTIONS if q["id"] == row["id"]]
         assert row["retrieved_context_ids"] == [d for d, _ in bm25_lucene(q["user_input"], DOCS)]
     assert sharded.summary()["dataset"]["documents"] == len(DOCS)
+
+
+def test_a_custom_retriever_sweeps_on_your_corpus(tmp_path: Path, own: str) -> None:
+    qfile, dfile = write_questions(tmp_path, "csv"), write_corpus(tmp_path, "csv")
+    sweep = tmp_path / "sweep"
+    result = run_cli("-m", "dataset=csv", f"dataset.path={qfile}", f"dataset.corpus={dfile}",
+                     "retriever=custom", f"retriever._target_={own}.search.Overlap",
+                     f"trusted_targets=[{own}.*]", "retriever.top_k=1,4", "metric=id_ranked",
+                     "tracking=none", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = set()
+    for folder in sweep.glob("*/"):
+        if not (folder / "summary.json").exists():
+            continue
+        top_k = json.loads((folder / "summary.json").read_text("utf-8"))["retriever"]["top_k"]
+        seen.add(top_k)
+        for line in (folder / "samples.jsonl").read_text("utf-8").splitlines():
+            row = json.loads(line)
+            [q] = [q for q in QUESTIONS if q["id"] == row["id"]]
+            words = set(q["user_input"].lower().split())
+            shared = {d["_id"]: len(words & set(content(d).lower().split())) for d in DOCS}
+            assert row["retrieved_context_ids"] == sorted(shared, key=lambda i: -shared[i])[:top_k]
+    assert seen == {1, 4}
