@@ -97,7 +97,13 @@ def main(cfg: DictConfig) -> JobValue | None:
     on; the command exits non-zero at the end (``harness.cli.guard``).
     """
     try:
-        return run(cfg)
+        try:
+            return run(cfg)
+        except (SystemExit, KeyboardInterrupt) as e:
+            from_user = _from_user_code(e)
+            if from_user is None:
+                raise
+            raise from_user from None
     except HarnessError as e:
         code = 3 if isinstance(e, RunFailed) else 4 if isinstance(e, GateFailed) else 2
         line = f"error: {redact(str(e))}"
@@ -116,6 +122,33 @@ def main(cfg: DictConfig) -> JobValue | None:
             file=sys.stderr,
         )
         sys.exit(exiting(e))
+
+
+def _from_user_code(error: BaseException) -> HarnessError | None:
+    """A ``sys.exit`` or a ``KeyboardInterrupt`` raised by a component's own code (not the
+    harness's, not a signal: ``Interrupted``) as a ``ComponentFailed`` naming the module it
+    came from; ``None`` for the harness's own (its line is written) and for a signal."""
+    import signal
+
+    from harness.core.errors import ComponentFailed
+
+    if isinstance(error, Interrupted) or (isinstance(error, KeyboardInterrupt) and
+                                          signal.getsignal(signal.SIGINT) is
+                                          signal.default_int_handler):
+        return None
+    tb, module = error.__traceback__, None
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__")
+        tb = tb.tb_next
+    if not isinstance(module, str) or module == "harness" or module.startswith(
+            ("harness.", "hydra.", "omegaconf.")):
+        return None
+    what = (f"called sys.exit({error.code!r})" if isinstance(error, SystemExit)
+            else "raised KeyboardInterrupt")
+    return ComponentFailed(
+        f"{module} {what} during the run; a component must raise an exception instead (the "
+        "rows finished so far are in samples.jsonl.partial)"
+    )
 
 
 def _failed_value(cfg: DictConfig, nan: float) -> JobValue:

@@ -72,6 +72,14 @@ SEARCH = """
         return Words()
 
     borrowed = os.getcwd
+
+    class ExitsInSearch(Words):
+        def search(self, queries):
+            raise SystemExit(0)
+
+    class InterruptsInSearch(Words):
+        def search(self, queries):
+            raise KeyboardInterrupt
 """
 
 
@@ -247,3 +255,12 @@ def test_a_package_that_exits_at_import_is_one_line_not_exit_0(
     result = run_cli("retriever=custom", f"retriever._target_={stops}.make",
                      f"trusted_targets=[{stops}.*]", *BEIR, cwd=tmp_path)
     fails(result, f"importing {stops} raised KeyboardInterrupt")
+
+
+def test_a_component_that_exits_or_interrupts_during_the_run(pkg: str, tmp_path: Path) -> None:
+    for cls, what in (("ExitsInSearch", "called sys.exit(0)"),
+                      ("InterruptsInSearch", "raised KeyboardInterrupt")):
+        result = run_cli("retriever=custom", f"retriever._target_={pkg}.search.{cls}",
+                         f"trusted_targets=[{pkg}.*]", *BEIR, cwd=tmp_path)
+        fails(result, f"{pkg}.search {what} during the run")
+        assert "interrupted" not in result.stderr
