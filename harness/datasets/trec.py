@@ -121,8 +121,14 @@ class TrecDataset:
     def _load(self) -> tuple[dict[str, Ranked], dict[str, Judged], dict[str, str]]:
         if self._run is None:
             self._run, self._tags = load_run(self.run_path)
+            if not self._run:
+                raise DatasetError(str(self.run_path), "holds no ranked document "
+                                   "(lines of qid Q0 docid rank score tag; dataset.run)")
         if self._qrels is None:
             self._qrels = load_trec_qrels(self.qrels_path)
+            if not self._qrels:
+                raise DatasetError(str(self.qrels_path), "holds no judgment (lines of qid 0 "
+                                   "docid grade; dataset.qrels)")
         if self._queries is None:
             path = self.queries_path
             self._queries = {} if path is None else load_trec_queries(path)
@@ -152,6 +158,13 @@ class TrecDataset:
         run, qrels, queries = self._load()
         docs = self._doc_index()
         selected = self._selected()
+        if not selected and self.limit != 0:
+            raise DatasetError(
+                str(self.run_path),
+                f"none of its {len(run)} queries is among the {len(qrels)} judged in "
+                f"{self.qrels_path} (e.g. {next(iter(qrels))!r}; the run's first is "
+                f"{next(iter(run))!r}): the query ids must match",
+            )
         for qid in selected if limit is None else selected[:limit]:
             ranked, judged = run.get(qid, []), qrels[qid]
             ids = tuple(d for d, _ in ranked)

@@ -217,3 +217,20 @@ def test_the_functions_equal_trec_eval_per_query(tmp_path: Path, level: int) -> 
             for ours, theirs in TREC_NAMES.items():
                 assert at[f"{ours}_at_{k}"] == pytest.approx(
                     measured[theirs.format(k=k)], abs=1e-12)
+
+
+def test_files_that_share_no_query_or_hold_nothing(tmp_path: Path) -> None:
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 2 t\nq2 Q0 d1 1 2 t\n", "utf-8")
+    (tmp_path / "qrels.txt").write_text("Q1 0 d1 1\n", "utf-8")
+    (tmp_path / "empty.txt").write_text("\n\n", "utf-8")
+    base = ("metric=id_ranked", "tracking=none", "dataset=trec")
+    fails(run_cli(*base, f"dataset.run={tmp_path / 'run.txt'}",
+                  f"dataset.qrels={tmp_path / 'qrels.txt'}", cwd=tmp_path),
+          "run.txt: none of its 2 queries is among the 1 judged in",
+          "(e.g. 'Q1'; the run's first is 'q1'): the query ids must match")
+    fails(run_cli(*base, f"dataset.run={tmp_path / 'empty.txt'}",
+                  f"dataset.qrels={tmp_path / 'qrels.txt'}", cwd=tmp_path),
+          "empty.txt: holds no ranked document")
+    fails(run_cli(*base, f"dataset.run={tmp_path / 'run.txt'}",
+                  f"dataset.qrels={tmp_path / 'empty.txt'}", cwd=tmp_path),
+          "empty.txt: holds no judgment")
