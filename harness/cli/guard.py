@@ -64,6 +64,27 @@ def _setting(config: DictConfig, key: str) -> str:
         _stop(HarnessError(f"hydra.{key}: {str(e).strip().splitlines()[0]}"))
 
 
+#: Environment variables that make a process load code: never set through a config.
+CODE_LOADING_ENV = ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "PYTHONPATH", "PYTHONSTARTUP",
+                    "PYTHONHOME", "PYTHONWARNINGS", "PYTHONEXECUTABLE", "PYTHONUSERBASE",
+                    "BASH_ENV", "ENV")
+
+
+def _check_env_set(config: DictConfig) -> None:
+    """``hydra.job.env_set`` may set settings, never a variable that makes the helper and
+    worker processes load code (``LD_PRELOAD``, ``PYTHONPATH``, ``DYLD_*``)."""
+    try:
+        names = [str(k) for k in (config.hydra.job.get("env_set") or {})]
+    except Exception as e:  # noqa: BLE001 - OmegaConf raises several types
+        _stop(HarnessError(f"hydra.job.env_set: {str(e).strip().splitlines()[0]}"))
+    for name in names:
+        if name.upper() in CODE_LOADING_ENV or name.upper().startswith("DYLD_"):
+            _stop(HarnessError(
+                f"hydra.job.env_set.{name}: refused: it makes processes load code, which a "
+                "config never sets; set it in your shell if you mean it"
+            ))
+
+
 def _check_output_subdir(config: DictConfig) -> None:
     """``hydra.output_subdir`` is a folder inside the run's folder (or null): ``..`` or an
     absolute path would put Hydra's files into another run's folder."""
@@ -104,6 +125,7 @@ class RunGuard(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Check and claim ``hydra.run.dir`` before Hydra writes into it."""
         _check_output_subdir(config)
+        _check_env_set(config)
         run_dir = _setting(config, "run.dir")
         try:
             path = check_folder(run_dir, "hydra.run.dir")
@@ -121,6 +143,7 @@ class RunGuard(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Check ``hydra.sweep.dir`` and ``run.objective`` before any job starts."""
         _check_output_subdir(config)
+        _check_env_set(config)
         _check_objective(config)
         sweep_dir = _setting(config, "sweep.dir")
         try:

@@ -183,3 +183,18 @@ def test_a_sweep_folder_that_does_not_resolve(tmp_path: Path) -> None:
     result = run_cli("-m", *BEIR, "retriever=bm25", "hydra.sweep.dir=${nope}", cwd=tmp_path)
     one_line(result, 2, "error: hydra.sweep.dir: Interpolation key 'nope' not found")
     assert result.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "PYTHONPATH", "PYTHONWARNINGS",
+                                  "DYLD_INSERT_LIBRARIES"])
+def test_env_set_never_makes_processes_load_code(tmp_path: Path, name: str) -> None:
+    result = run_cli(*BEIR, "retriever=bm25", f"+hydra.job.env_set.{name}={tmp_path}/x",
+                     cwd=tmp_path)
+    one_line(result, 2, f"error: hydra.job.env_set.{name}: refused: it makes processes load")
+    result = run_cli("-m", *BEIR, "retriever=bm25", f"+hydra.job.env_set.{name}=x",
+                     f"hydra.sweep.dir={tmp_path / 's'}", cwd=tmp_path)
+    one_line(result, 2, f"error: hydra.job.env_set.{name}: refused")
+    # an ordinary variable is set for the job, as Hydra does
+    result = run_cli(*BEIR, "retriever=bm25", "+hydra.job.env_set.HARNESS_TEST_X=1",
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
