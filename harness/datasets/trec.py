@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.types import Corpus, Document, RagSample
+from harness.datasets.beir.files import load_answers
 from harness.datasets.documents import combined_sha256, corpus_file
 from harness.datasets.files import batched
 from harness.datasets.reading import file_sha256, setting_path, stat_file
@@ -52,6 +53,8 @@ class TrecDataset:
         queries: The query texts (``qid<TAB>text``, or a ``.jsonl`` of ``{_id, text}``).
         corpus: A documents file (JSONL, Parquet, CSV: ``_id`` or ``id``, ``text``,
             optional ``title``) giving the documents' texts.
+        answers: A JSONL file of ``{"query_id", "answer"}``: reference answers for the
+            LLM-judged variants (as ``dataset=beir``'s).
         min_grade: The lowest grade that counts as relevant (trec_eval's ``-l``).
         complete: Also score the judged queries the run lacks, as 0 (``trec_eval -c``).
         limit: Use only the first N queries (null: all).
@@ -65,6 +68,7 @@ class TrecDataset:
         qrels: str | os.PathLike[str] | None,
         queries: str | os.PathLike[str] | None = None,
         corpus: str | os.PathLike[str] | None = None,
+        answers: str | os.PathLike[str] | None = None,
         min_grade: float = 1,
         complete: bool = False,
         limit: int | None = None,
@@ -75,6 +79,9 @@ class TrecDataset:
             "dataset.queries", queries
         )
         self.documents = corpus_file(corpus)
+        self.answers_path = None if answers in (None, "") else setting_path(
+            "dataset.answers", answers
+        )
         if isinstance(min_grade, bool) or not isinstance(min_grade, (int, float)) or (
             not math.isfinite(min_grade)
         ):
@@ -90,11 +97,12 @@ class TrecDataset:
         self._tags: set[str] = set()
         self._qrels: dict[str, Judged] | None = None
         self._queries: dict[str, str] | None = None
+        self._answers: dict[str, str] | None = None
 
     def _files(self) -> list[tuple[str, Path]]:
         files = [("run", self.run_path), ("qrels", self.qrels_path)]
-        if self.queries_path is not None:
-            files.append(("queries", self.queries_path))
+        files += [(k, p) for k, p in (("queries", self.queries_path),
+                                      ("answers", self.answers_path)) if p is not None]
         return files
 
     def check(self) -> None:
@@ -132,6 +140,8 @@ class TrecDataset:
         if self._queries is None:
             path = self.queries_path
             self._queries = {} if path is None else load_trec_queries(path)
+        if self._answers is None:
+            self._answers = {} if self.answers_path is None else load_answers(self.answers_path)
         return self._run, self._qrels, self._queries
 
     def _selected(self) -> list[str]:
@@ -171,6 +181,7 @@ class TrecDataset:
             yield RagSample(
                 id=qid,
                 user_input=queries.get(qid),
+                reference=(self._answers or {}).get(qid),
                 retrieved_context_ids=ids,
                 retrieved_contexts=None if docs is None else self._texts(qid, ids, docs),
                 reference_context_ids=tuple(d for d, _ in judged),
@@ -220,6 +231,9 @@ class TrecDataset:
         if self.queries_path is not None:
             out["queries_file"] = str(self.queries_path)
             out["queries_without_text"] = sum(1 for q in selected if q not in queries)
+        if self.answers_path is not None:
+            out["answers"] = str(self.answers_path)
+            out["queries_with_answer"] = sum(1 for q in selected if q in (self._answers or {}))
         if self.documents is not None:
             out.update(self.documents.describe())
         return out

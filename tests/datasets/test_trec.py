@@ -234,3 +234,33 @@ def test_files_that_share_no_query_or_hold_nothing(tmp_path: Path) -> None:
     fails(run_cli(*base, f"dataset.run={tmp_path / 'run.txt'}",
                   f"dataset.qrels={tmp_path / 'empty.txt'}", cwd=tmp_path),
           "empty.txt: holds no judgment")
+
+
+def test_llm_variants_on_a_run_with_queries_corpus_and_answers(tmp_path: Path) -> None:
+    from harness.extend import average_precision
+
+    docs = {"d1": "the tower is in Paris", "d2": "bridges cross rivers", "d3": "Paris tower"}
+    (tmp_path / "run.txt").write_text("q1 Q0 d2 1 3 t\nq1 Q0 d1 2 2 t\nq1 Q0 d3 3 2 t\n", "utf-8")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n", "utf-8")
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "where is the tower"}\n')
+    (tmp_path / "answers.jsonl").write_text('{"query_id": "q1", "answer": "in Paris"}\n')
+    (tmp_path / "docs.jsonl").write_text(
+        "".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in docs.items()), "utf-8")
+    # the fixture judge's labels: d3 and d1 useful, d2 not
+    relevant = {"d1": 1, "d2": 0, "d3": 1}
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(
+        {"question": "where is the tower", "context": docs[d], "relevant": r}) + "\n"
+        for d, r in relevant.items()), "utf-8")
+    result = run_cli("dataset=trec", *(f"dataset.{k}={tmp_path / f}" for k, f in (
+        ("run", "run.txt"), ("qrels", "qrels.txt"), ("queries", "queries.jsonl"),
+        ("answers", "answers.jsonl"), ("corpus", "docs.jsonl"))),
+        "metric=llm_with_reference", "judge=fixture", f"judge.labels={tmp_path / 'labels.jsonl'}",
+        "tracking=none", cwd=tmp_path, env={"OPENAI_API_KEY": ""})
+    assert result.returncode == 0, result.stderr
+    [row] = result.rows()
+    ranked = ["d2", "d3", "d1"]  # score 3, then the tie at 2 by id descending
+    assert [c["id"] for c in row["chunks"]] == ranked
+    verdicts = [relevant[d] for d in ranked]
+    assert row["verdicts"] == verdicts
+    assert row["score"] == pytest.approx(average_precision(verdicts, 1e-10), abs=1e-12)
+    assert result.summary()["dataset"]["queries_with_answer"] == 1
