@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 from harness.core.errors import TrackingError
 from harness.core.redact import redact, redact_uri
+from harness.core.text import one_line
 from harness.core.types import RunRecord, TrackedRun
 from harness.tracking.mlflow import store
 from harness.tracking.mlflow.store import client, close_run, failure, open_run
@@ -149,12 +150,13 @@ class MlflowTracker:
         reply = _last_json(out)
         if proc.returncode == 0 and "run_id" in reply:
             return TrackedRun(str(reply["run_id"]), str(reply["experiment_id"]), self.tracking_uri)
-        if "error" in reply:
-            cause = str(reply["error"])
+        if "error" in reply:  # text from another process: redacted here, with our secrets
+            cause = one_line(redact(str(reply["error"])), None)
         else:  # the helper itself failed (it could not import MLflow, or was killed)
             lines = [line.strip() for line in err.splitlines() if line.strip()]
             last = lines[-1] if lines else f"exit code {proc.returncode}"
-            cause = f"MLflow logging failed ({redact_uri(self.tracking_uri)}): {redact(last)}"
+            cause = (f"MLflow logging failed ({redact_uri(self.tracking_uri)}): "
+                     f"{one_line(redact(last))}")
         raise TrackingError(_kept(cause, record))
 
     def abort(self, status: str = "KILLED") -> None:
