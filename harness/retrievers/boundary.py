@@ -60,6 +60,8 @@ def guarded(component: str, call: str, work: Callable[[], T], *, mid_run: bool =
         raise
     except HarnessError:
         raise
+    except SystemExit as e:  # their sys.exit(0) must not end the run as a success
+        raise ComponentFailed(f"{component}: {call} called sys.exit({e.code!r})") from None
     except Exception as e:  # noqa: BLE001 - the boundary: any failure of their code is one line
         raise ComponentFailed(f"{component}: {call} raised {error_text(e)}") from None
 

@@ -76,6 +76,11 @@ CODE = """
         def wrong(self, queries):
             return [[("d1", "text")] for _ in queries]
 
+    class Exits(Base):
+        def wrong(self, queries):
+            import sys
+            sys.exit(0)
+
     class BadIndex(Base):
         needs_corpus = True
 
@@ -183,6 +188,14 @@ def test_wrong_answers_are_named_at_their_first_bad_value(
     for fragment in fragments:
         assert fragment in line, line
     assert len(partial_rows(result)) == 2  # the first two queries' rows stay
+
+
+def test_sys_exit_in_a_users_search_is_a_failure_not_a_silent_success(
+    own: tuple[Path, str]
+) -> None:
+    result = run_own(own, "Exits", "tracking=none")
+    assert "search() called sys.exit(0)" in one_line(result)
+    assert len(partial_rows(result)) == 2 and not (result.out_dir / "summary.json").exists()
 
 
 def test_connection_error_blames_the_retriever_not_the_rows_file(own: tuple[Path, str]) -> None:
