@@ -123,7 +123,8 @@ class SearchRetriever(ABC):
             if self.needs_corpus:
                 raise ConfigError(
                     f"retriever ({self.name()}): needs a corpus to index, but the dataset "
-                    "has none; use a BEIR dataset (dataset=beir dataset.path=DIR)"
+                    "has none; give your documents with dataset.corpus=FILE, or use a BEIR "
+                    "dataset (dataset=beir dataset.path=DIR)"
                 )
             return
         guarded(f"retriever {label(self)}", "index()", lambda: self.index(corpus))

@@ -20,16 +20,17 @@ from harness.core.text import clip
 from harness.core.types import RagSample, SampleResult
 from harness.metrics.retrieval import at_cutoffs, retrieval_summary, sample_grades
 from harness.retrievers.boundary import guarded, quote
+from harness.run.missed import explain_low_scores
 from harness.run.outputs import OutputError, json_line
 from harness.run.outputs.folder import hint, reason
-from harness.run.missed import explain_low_scores
 from harness.run.sampling import Evenly
 
 _MAX_REASONS = 20
 MAX_RANK = 20
 MAP_SAMPLES = 60
-#: Rows kept for the HTML report's per-sample view: evenly spaced, and unscored ones.
-REPORT_ROWS = 500
+#: Rows kept for the HTML report's per-sample view: every one of a run of up to this many
+#: samples (the report draws a page at a time), evenly spaced beyond; and unscored ones.
+REPORT_ROWS = 10_000
 REPORT_UNSCORED = 200
 
 

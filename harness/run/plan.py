@@ -46,8 +46,9 @@ def prepare_retriever(parts: Parts) -> None:
         inner = parts.retriever.inner if isinstance(parts.retriever, Timed) else parts.retriever
         raise ConfigError(
             f"retriever {type(inner).__name__} searches a corpus, but the dataset "
-            f"({parts.dataset.describe().get('format')}) has none; use a BEIR dataset "
-            "(dataset=beir dataset.path=DIR, or dataset=scifact) or retriever=precomputed"
+            f"({parts.dataset.describe().get('format')}) has none; give your documents with "
+            "dataset.corpus=FILE (jsonl, json, csv and parquet datasets), use a BEIR dataset "
+            "(dataset=beir dataset.path=DIR), or retriever=precomputed"
         )
     parts.retriever.prepare(corpus)
 

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytrec_eval  # the test extra: trec_eval itself, as the reference
 from conftest import run_cli
 from helpers.errors import fails
-
-pytrec_eval = pytest.importorskip("pytrec_eval", reason="pip install pytrec-eval-terrier")
 
 KS = (1, 3, 5, 10)
 #: Our name at k -> trec_eval's measure.
