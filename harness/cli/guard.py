@@ -102,6 +102,40 @@ def _check_output_subdir(config: DictConfig) -> None:
         ))
 
 
+def _check_subdir(config: DictConfig) -> None:
+    """Two jobs of a sweep never share a folder: ``hydra.sweep.subdir`` is not one constant,
+    and with ``${hydra.job.override_dirname}`` no swept key is one it leaves out."""
+    from omegaconf import OmegaConf
+
+    from harness.tracking.names import swept_params
+
+    try:
+        sweep = OmegaConf.to_container(config.hydra.sweep, resolve=False)
+        params: Any = config.hydra.sweeper.get("params") or {}
+        if OmegaConf.is_config(params):
+            params = OmegaConf.to_container(params, resolve=False)
+        swept = swept_params(list(config.hydra.overrides.task), params)
+        excluded = {str(k) for k in
+                    config.hydra.job.config.override_dirname.get("exclude_keys") or []}
+    except Exception:  # noqa: BLE001 - unusual configs: each job checks its own folder
+        return
+    text = str(sweep.get("subdir")) if isinstance(sweep, dict) else "None"
+    if not swept or text == "None" or "hydra.job.num" in text or "hydra.job.id" in text:
+        return
+    if "${" not in text:
+        _stop(HarnessError(
+            f"hydra.sweep.subdir={text}: every job of the sweep would write into the same "
+            "folder; make it unique per job, e.g. hydra.sweep.subdir=${hydra.job.num}"
+        ))
+    shared = sorted(k for k in swept if k.lstrip("+~") in excluded)
+    if "hydra.job.override_dirname" in text and shared:
+        _stop(HarnessError(
+            f"hydra.sweep.subdir={text}: the sweep varies {shared[0]}, which "
+            "hydra.job.config.override_dirname.exclude_keys leaves out of the folder name, so "
+            "two jobs would share a folder; add ${hydra.job.num} to the sub-folder"
+        ))
+
+
 def _check_objective(config: DictConfig) -> None:
     """A sweep's ``run.objective`` is sound before a trial runs: a sweeper (Optuna's NSGA-II)
     would otherwise run every job to a failure, then end in its own traceback."""
@@ -144,6 +178,7 @@ class RunGuard(Callback):
         """Check ``hydra.sweep.dir`` and ``run.objective`` before any job starts."""
         _check_output_subdir(config)
         _check_env_set(config)
+        _check_subdir(config)
         _check_objective(config)
         sweep_dir = _setting(config, "sweep.dir")
         try:
@@ -160,13 +195,17 @@ class RunGuard(Callback):
         """Say how many jobs failed and end the command with code 2 (4 when every failed job
         only failed its gate). Hydra calls this callback last (end callbacks run in
         reverse order), after the sweep's parent run is closed."""
+        from harness.cli.job import SHARED_FOLDERS
+
         try:
             failed = failed_jobs(Path(str(config.hydra.sweep.dir)))
         except Exception:  # noqa: BLE001 - it did not resolve: on_multirun_start said so
             return
-        if not failed:
+        shared, SHARED_FOLDERS[:] = [Path(p) for p in SHARED_FOLDERS], []
+        if not failed and not shared:
             return
         gates = sum(_gate_only(p / FAILED) for p in failed)
+        failed = failed + shared
         names = ", ".join(str(p) for p in failed[:5]) + (" …" if len(failed) > 5 else "")
         print(
             f"error: {len(failed)} job(s) of the sweep failed ({names}); each one's "

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.config.build import build, instantiate, uses
 from harness.config.compose import job_config
 from harness.core import secrets as cli_secrets
-from harness.core.errors import GateFailed, HarnessError, Interrupted, RunFailed
+from harness.core.errors import ConfigError, GateFailed, HarnessError, Interrupted, RunFailed
 from harness.core.protocols import Parts
 from harness.core.redact import redact
 from harness.core.settings import Job, JobValue
@@ -47,6 +47,8 @@ def run(cfg: DictConfig) -> JobValue:
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     try:
+        if multirun:
+            _check_job_folder(out_dir, hc.job.num)
         scrub_hydra_files(out_dir)
         parts = build(cfg)
         if parts.settings.shards > 1:  # one evaluation, scored by workers (harness.shards)
@@ -71,6 +73,29 @@ def run(cfg: DictConfig) -> JobValue:
     finally:
         if not multirun:
             release(out_dir)
+
+
+#: Sweep jobs whose folder held another job's outputs: failed, with nowhere of their own to
+#: record it (``cli.guard`` counts them at the end of the sweep).
+SHARED_FOLDERS: list[str] = []
+
+
+class FolderTaken(ConfigError):
+    """A sweep job's folder already holds another job's outputs."""
+
+
+def _check_job_folder(out_dir: Path, num: int) -> None:
+    """A sweep job writes into a folder of its own: never over another job's results (a
+    ``hydra.sweep.subdir`` that is the same for two jobs)."""
+    from harness.run.outputs import FAILED, OUTPUTS
+
+    taken = [n for n in (*OUTPUTS, FAILED) if (out_dir / n).exists()]
+    if taken:
+        raise FolderTaken(
+            f"hydra.sweep.subdir: job {num}'s folder {out_dir} already holds another job's "
+            f"{taken[0]}; it was not run, so as not to overwrite it: make the sub-folder "
+            "unique per job (e.g. hydra.sweep.subdir=${hydra.job.num})"
+        )
 
 
 def scrub_hydra_files(out_dir: Path) -> None:
@@ -108,7 +133,7 @@ def main(cfg: DictConfig) -> JobValue | None:
         code = 3 if isinstance(e, RunFailed) else 4 if isinstance(e, GateFailed) else 2
         line = f"error: {redact(str(e))}"
         if _in_sweep():
-            failed = _job_failed(line)
+            failed = _job_failed(line, isinstance(e, FolderTaken))
             return e.value if isinstance(e, GateFailed) else _failed_value(cfg, failed)
         print(line, file=sys.stderr)
         sys.exit(code)
@@ -169,7 +194,7 @@ def _in_sweep() -> bool:
     return bool(HydraConfig.get().mode == RunMode.MULTIRUN)
 
 
-def _job_failed(line: str) -> float:
+def _job_failed(line: str, shared: bool = False) -> float:
     """Record a sweep job's failure in its folder; the sweep goes on (NaN: a failed trial)."""
     from hydra.core.hydra_config import HydraConfig
 
@@ -179,6 +204,9 @@ def _job_failed(line: str) -> float:
     where = f"job {hc.job.num} ({hc.job.override_dirname or 'default'})"
     print(redact(f"{line} [{where}]"), file=sys.stderr)
     out_dir = Path(hc.runtime.output_dir)
+    if shared:  # the folder is another job's: its error is counted, not written there
+        SHARED_FOLDERS.append(str(out_dir))
+        return float("nan")
     with contextlib.suppress(HarnessError):  # the line is on the console regardless
         write_text(out_dir / FAILED, redact(line) + "\n")
     return float("nan")

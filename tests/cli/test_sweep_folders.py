@@ -95,3 +95,26 @@ def test_a_sweep_objective_named_twice_stops_before_any_job(tmp_path: Path) -> N
         [line] = error_lines(result.stderr)
         assert line.startswith("error: run.objective: "), line
         assert not list(sweep.rglob("summary.json")) and "#0" not in result.stdout
+
+
+def test_two_jobs_never_share_a_folder(tmp_path: Path) -> None:
+    # a constant sub-folder, and a swept key the folder name leaves out: refused up front
+    for subdir, fragment in (("same", "every job of the sweep would write into the same"),
+                             ("${hydra.job.override_dirname}", "the sweep varies run.shards")):
+        sweep = tmp_path / f"s-{len(subdir)}"
+        swept = "run.shards=1,2" if "override" in subdir else "retriever.top_k=1,3"
+        result = run_cli("-m", *BEIR, swept, f"hydra.sweep.subdir={subdir}",
+                         f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        [line] = error_lines(result.stderr)
+        assert line.startswith(f"error: hydra.sweep.subdir={subdir}: ") and fragment in line
+        assert not list(sweep.rglob("summary.json"))
+    # a sub-folder that only looks per-job: the second job is not run over the first's
+    sweep = tmp_path / "s-env"
+    result = run_cli("-m", *BEIR, "retriever.top_k=1,3", "hydra.sweep.subdir=x${oc.env:HOME}",
+                     f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert result.returncode == 2
+    assert any("job 1's folder" in x and "already holds another job's summary.json" in x
+               for x in error_lines(result.stderr))
+    [summary] = list(sweep.rglob("summary.json"))
+    assert json.loads(summary.read_text())["config"]["retriever"]["top_k"] == 1  # job 0's
