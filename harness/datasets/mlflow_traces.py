@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ConfigError, DatasetError
@@ -46,6 +47,8 @@ class MlflowTracesDataset:
         id_keys: Where a document's id is read from, in order (``id``: the document's own
             id; other names: keys of its metadata).
         min_grade: The lowest reference grade that counts as relevant.
+        feedback: After the run, write each sample's score and its documents' verdicts back
+            onto its trace as MLflow assessments (a rerun replaces them).
     """
 
     format = "mlflow_traces"
@@ -56,7 +59,7 @@ class MlflowTracesDataset:
         since: str | int | None = None, until: str | int | None = None,
         filter_string: str | None = None, max_traces: int | None = None,
         span_name: str | None = None, question_from: str = "trace",
-        id_keys: Sequence[str] = ID_KEYS, min_grade: float = 1.0,
+        id_keys: Sequence[str] = ID_KEYS, min_grade: float = 1.0, feedback: bool = False,
     ) -> None:
         if not isinstance(experiment_name, str) or not experiment_name:
             raise ConfigError("dataset.experiment_name: the MLflow experiment of your traces; "
@@ -79,9 +82,23 @@ class MlflowTracesDataset:
         self.since, self.until = _millis("dataset.since", since), _millis("dataset.until", until)
         self.filter_string, self.max_traces, self.span_name = filter_string, max_traces, span_name
         self.question_from, self.id_keys, self.min_grade = question_from, list(id_keys), min_grade
+        self.feedback = feedback
         self.source = f"mlflow experiment {experiment_name!r} at {redact_uri(tracking_uri)}"
         self._read: list[tuple[RagSample, Origin]] | None = None
         self._traces = 0
+
+    def write_feedback(self, rows: Path, metric: str) -> str | None:
+        """With ``dataset.feedback``, the verdicts of ``rows`` (this run's ``samples.jsonl``)
+        as assessments on the traces they came from; a note of what was written."""
+        if not self.feedback:
+            return None
+        from harness.datasets.mlflow_feedback import write_feedback
+
+        with open(rows, encoding="utf-8") as lines:
+            done = write_feedback((json.loads(line) for line in lines if line.strip()),
+                                  self.tracking_uri, metric)
+        return (f"wrote {done.assessments} assessments ({metric}) onto {done.traces} traces of "
+                f"{self.source}" + (f", replacing {done.replaced}" if done.replaced else ""))
 
     def filter(self) -> str:
         """The MLflow filter string of the settings."""

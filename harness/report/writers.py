@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core.summary import RunSummary
+from harness.run.outputs.feedback import Feedback
 from harness.run.outputs.writers import (
     ConfigFile,
     Finished,
@@ -43,7 +44,7 @@ class Report:
 
 #: ``task=evaluate``'s outputs.
 EVALUATE: tuple[OutputWriter, ...] = (
-    ConfigFile(), RowsFile(), SummaryFile(), Plots(), MetricFiles(), Report(),
+    ConfigFile(), RowsFile(), SummaryFile(), Plots(), MetricFiles(), Report(), Feedback(),
 )
 #: ``task=judge_agreement``'s outputs.
 AGREEMENT: tuple[OutputWriter, ...] = (ConfigFile(), RowsFile(), SummaryFile())

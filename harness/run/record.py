@@ -73,7 +73,7 @@ def finish(
     metrics that have a value, the job's tags and the summary's, and the files written, in
     the writers' order."""
     done = Finished(job, summary, rows, parts.metric, tally, parts.tracker.keeps_artifacts,
-                    parts.settings.report)
+                    parts.settings.report, dataset=parts.dataset)
     try:
         for writer in writers:
             done.written += written(writer, done)

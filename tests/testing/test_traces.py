@@ -110,3 +110,35 @@ def test_any_experiment_name_or_store_reaches_the_dataset_unchanged(value: str) 
                     f"dataset.tracking_uri={quoted(value)}"))
     assert cfg.dataset.experiment_name == value
     assert cfg.dataset.tracking_uri == value
+
+
+def test_the_cli_writes_the_verdicts_back_when_asked(traced: Recorded, tmp_path: Any) -> None:
+    """``dataset.feedback=true``: the run's own writer puts them on the traces; a rerun
+    replaces them (one set per metric); without the setting nothing is written."""
+    from conftest import run_cli
+    from mlflow import MlflowClient
+
+    score_name, chunk_name = names("id_ranked")
+    args = ["metric=id_ranked", "dataset=mlflow_traces", "dataset.experiment_name=app",
+            f"dataset.tracking_uri={traced.uri}", "dataset.tags={env: prod}", "tracking=none",
+            "run.progress=false"]
+
+    def ours(question: str) -> list[Any]:
+        trace = MlflowClient(traced.uri).get_trace(traced.traces[question])
+        return [a for a in trace.info.assessments if a.name in (score_name, chunk_name)]
+
+    off = run_cli(*args, f"hydra.run.dir={tmp_path / 'off'}", cwd=tmp_path)
+    assert off.returncode == 0, off.stderr
+    assert ours("largest planet") == [] and "assessments" not in off.stderr
+    for attempt in ("first", "again"):
+        result = run_cli(*args, "dataset.feedback=true", f"hydra.run.dir={tmp_path / attempt}",
+                         cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "note: wrote" in result.stderr and "onto 2 traces" in result.stderr
+        for question in ("boiling point of water", "largest planet"):
+            [score] = [a for a in ours(question) if a.name == score_name]
+            [row] = [r for r in result.rows() if r["id"] == traced.traces[question]]
+            assert score.feedback.value == pytest.approx(row["score"])
+            chunks = [a for a in ours(question) if a.name == chunk_name]
+            assert sorted(c.feedback.value for c in chunks) == sorted(row["verdicts"])
+    assert "replacing" in result.stderr

@@ -31,6 +31,7 @@ class Finished:
     tally: Any = None  # the scoring loop's ``Tally`` (task=evaluate)
     keeps_artifacts: bool = False  # the tracker stores attached files (plots only then)
     report: bool = False  # run.report
+    dataset: Any = None  # where the samples came from (a writer may write back to it)
     written: list[Path] = field(default_factory=list)  # what the writers before wrote
 
 
