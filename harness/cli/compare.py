@@ -95,10 +95,12 @@ def _run(argv: list[str]) -> dict[str, Any]:
         print(f"error: {redact(str(e))}", file=sys.stderr)
     except OSError as e:  # a file the store or the plots could not write or read
         print(f"error: {redact(str(e))}", file=sys.stderr)
-    except Exception as e:  # the store's own errors (MlflowException and kin): one line
-        if not type(e).__module__.startswith("mlflow"):
-            raise
-        print(f"error: MLflow: {redact(str(e).strip().splitlines()[0])}", file=sys.stderr)
+    except Exception as e:  # the store's own errors (MlflowException, its drivers): one line
+        lines = str(e).strip().splitlines()
+        what = "MLflow" if type(e).__module__.startswith("mlflow") else type(e).__name__
+        hint = (" (the store's driver is not installed)"
+                if isinstance(e, ModuleNotFoundError) else "")
+        print(f"error: {what}: {redact(lines[0] if lines else '')}{hint}", file=sys.stderr)
     sys.exit(2)
 
 

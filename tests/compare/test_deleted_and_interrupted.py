@@ -117,3 +117,13 @@ def test_ctrl_c_during_a_long_bootstrap_is_one_line(store: dict[str, Any]) -> No
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == ("interrupted (signal 2): harness.compare stopped; "
                                             "nothing more was logged to MLflow")
+
+
+def test_a_store_that_cannot_be_opened_is_one_line_without_its_password(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # no PostgreSQL driver, or nothing listening on port 9: one line either way
+    code, out, err = compare_cli(capsys, "experiment=x",
+                                 "tracking_uri=postgresql://u:S3CRETpw@127.0.0.1:9/db")
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert "S3CRETpw" not in err and "Traceback" not in err
