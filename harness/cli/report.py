@@ -42,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"harness.report: cannot read or write{where} ({e.strerror or e})",
                   file=sys.stderr)
             return 2
+        except Exception as e:  # the store's (a missing driver, MLflow's own): one line
+            lines = str(e).strip().splitlines()
+            print(f"harness.report: {type(e).__name__}: {redact(lines[0] if lines else '')}",
+                  file=sys.stderr)
+            return 2
     print(f"wrote {path}")
     return 0
 

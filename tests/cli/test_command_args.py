@@ -61,3 +61,10 @@ def test_a_good_out_and_an_earlier_report_are_written(
     assert report_main([str(run_dir), f"out={out}"]) == 0  # an HTML report: rewritten
     assert out.stat().st_mtime_ns >= first
     assert capsys.readouterr().err == ""
+
+
+def test_a_store_that_cannot_be_opened_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = report(capsys, "0123456789abcdef0123456789abcdef",
+                       "tracking_uri=postgresql://u:S3CRETpw@127.0.0.1:9/db")
+    assert code == 2 and len(err) == 1 and err[0].startswith("harness.report: ")
+    assert "S3CRETpw" not in err[0]
