@@ -78,7 +78,9 @@ def by_rank(ax: Any, ranks: list[int], totals: list[int], relevant: list[float])
     ax.plot(xs, cumulative, marker="s", linestyle="--", color=ORANGE,
             label="precision@k (pooled)")
     ax.set(xlabel="rank k", ylabel="share of chunks", ylim=(0, 1.02),
-           title=f"Relevance by rank ({totals[ranks[0]]:,} samples at rank 1)")
+           title=f"Relevance by rank over {totals[ranks[0]]:,} scored samples"
+                 + ("" if totals[ranks[-1]] == totals[ranks[0]]
+                    else f" ({totals[ranks[-1]]:,} reach rank {xs[-1]})"))
     ax.set_xticks(xs if len(xs) <= 20 else xs[:: math.ceil(len(xs) / 20)])
     ax.legend(frameon=False)
 

@@ -144,6 +144,10 @@ def test_plots_say_what_they_show() -> None:
     assert list(ax.get_xticks()) == [1, 2]
     assert [y for y in ax.lines[0].get_ydata()] == [0.5, 0.5]  # half relevant at each rank
     assert math.isclose(ax.lines[1].get_ydata()[1], 0.5)
+    assert ax.get_title() == "Relevance by rank over 300 scored samples"
+    ax = Figure().subplots()  # shorter lists: fewer samples reach the deeper ranks
+    by_rank(ax, [0, 1, 2], [300, 300, 120], [150.0, 150.0, 30.0])
+    assert ax.get_title() == "Relevance by rank over 300 scored samples (120 reach rank 3)"
 
 
 def chromium() -> Any:
