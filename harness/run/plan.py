@@ -24,9 +24,12 @@ def progress_bar(settings: RunSettings, total: int) -> tuple[Any, Callable[[int]
 
     if settings.limit is not None:
         total = min(total, settings.limit)
+    # Into a file or a pipe (a CI log) every redraw is a line of its own: redraw rarely, so
+    # a short run leaves one line (the last), a long one a line every half minute.
+    redraw = 0.1 if sys.stderr.isatty() else 30.0
     bar = tqdm(
         total=total, unit=" samples", delay=1.0, file=sys.stderr, desc="scoring",
-        dynamic_ncols=True, smoothing=0.1,
+        dynamic_ncols=True, smoothing=0.1, mininterval=redraw,
     )
     return bar, bar.update
 
