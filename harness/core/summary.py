@@ -103,6 +103,8 @@ class RunSummary:
     retrieval_cutoffs: Section = None  # the retrieval's depth and the cut-offs above it
     options: dict[str, str] = field(default_factory=dict)  # the option chosen per group
     config: dict[str, Any] = field(default_factory=dict)  # the groups that decide the scores
+    #: ``config`` with every component's defaults filled in (its effective settings).
+    settings: Section = None
     dataset: dict[str, Any] = field(default_factory=dict)
     retriever: dict[str, Any] = field(default_factory=dict)
     judge: Section = None  # the judge's settings (LLM variants)
@@ -154,9 +156,10 @@ class RunSummary:
 
     def params(self) -> dict[str, str]:
         """The config groups that decide the scores, flattened (a metric's judge and prompt
-        under their own groups), and the prompt's version and mode."""
+        under their own groups), with their defaults when known (``settings``), and the
+        prompt's version and mode."""
         params: dict[str, str] = {}
-        for group, tree in self.config.items():
+        for group, tree in (self.config if self.settings is None else self.settings).items():
             params.update(flatten(tree, f"{group}.", elsewhere=("judge", "prompt")))
         if self.prompt is not None:
             params["prompt.version"] = str(self.prompt["version"])

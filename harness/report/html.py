@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.core.redact import redact_tree
 from harness.core.summary import RunSummary
 from harness.report.templates import RUN, SCRIPT, STYLE
 from harness.run.timing import latency_line
@@ -137,6 +138,10 @@ def facts(summary: RunSummary) -> list[tuple[str, str]]:
     if summary.prompt is not None:
         out.append(("prompt", str(summary.prompt.get("version"))))
     out.append(("options", " ".join(f"{k}={v}" for k, v in options.items())))
+    by_group: dict[str, list[str]] = {}
+    for key, value in redact_tree(summary.params()).items():  # as logged, defaults included
+        by_group.setdefault(key.split(".", 1)[0], []).append(f"{key}={value}")
+    out.extend((f"{group} settings", "  ".join(lines)) for group, lines in by_group.items())
     out.append(("dataset sha256", str(dataset.get("sha256"))))
     out.append(("time", f"{summary.duration_s:.3f} s"))
     latency = latency_line(summary.timing)

@@ -3,7 +3,10 @@ then the task's output writers and the ``RunRecord`` handed to the tracker (``fi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import inspect
+import math
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,7 @@ from harness.core.errors import ComponentFailed, HarnessError, JudgeUnavailable
 from harness.core.protocols import Parts
 from harness.core.redact import redact, redact_tree
 from harness.core.settings import Job
-from harness.core.summary import Summary
+from harness.core.summary import RunSummary, Summary
 from harness.core.types import RunRecord, Status, TrackedRun
 from harness.run.outputs import OutputError
 from harness.run.outputs.writers import Finished, OutputWriter, written
@@ -72,6 +75,8 @@ def finish(
     the ``rows``, ``summary.json``, ...), then log the run: the summary's params, its
     metrics that have a value, the job's tags and the summary's, and the files written, in
     the writers' order."""
+    if isinstance(summary, RunSummary) and summary.settings is None:
+        summary.settings = effective_settings(summary.config)
     done = Finished(job, summary, rows, parts.metric, tally, parts.tracker.keeps_artifacts,
                     parts.settings.report, dataset=parts.dataset)
     try:
@@ -88,3 +93,75 @@ def finish(
         status=status,
     )
     return parts.tracker.finish(record)
+
+
+def effective_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the defaults of every component filled in: each mapping with a
+    ``_target_`` gains its class's (or factory's) keyword defaults it was not given, and a
+    ``factory`` beside ``kwargs`` (the LangChain and LlamaIndex adapters) fills ``kwargs`` from
+    the factory's signature. Only defaults that JSON can hold (numbers, strings, booleans,
+    null, lists of them) are kept; secret-named settings are masked. Nothing is imported: a
+    component that was not loaded keeps the settings it was given."""
+    filled = _filled(dict(config))
+    settings: dict[str, Any] = redact_tree(filled)
+    return settings
+
+
+def _filled(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_filled(v) for v in node]
+    if not isinstance(node, Mapping):
+        return node
+    out = {k: _filled(v) for k, v in node.items()}
+    if isinstance(out.get("_target_"), str):
+        out.update({k: v for k, v in _defaults(out["_target_"]).items() if k not in out})
+    if isinstance(out.get("factory"), str) and isinstance(out.get("kwargs", {}), Mapping):
+        given = dict(out.get("kwargs") or {})
+        found = _defaults(out["factory"])
+        found.pop("documents", None)  # the harness passes the corpus
+        out["kwargs"] = {**found, **given}
+    return out
+
+
+def _defaults(path: str) -> dict[str, Any]:
+    """The keyword defaults of the loaded class or function at ``path`` that JSON can hold
+    (``{}``: not loaded, or no signature)."""
+    target = _loaded(path)
+    if target is None or not callable(target):
+        return {}
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {name: _plain(p.default) for name, p in params.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and not name.startswith("_")
+            and p.default is not p.empty and _plain(p.default) is not _NOT_PLAIN}
+
+
+def _loaded(path: str) -> Any:
+    """What ``path`` names in a module already imported (``None`` otherwise)."""
+    names = path.split(".")
+    for cut in range(len(names) - 1, 0, -1):
+        found: Any = sys.modules.get(".".join(names[:cut]))
+        if found is None:
+            continue
+        for name in names[cut:]:
+            found = inspect.getattr_static(found, name, None)
+            if found is None:
+                return None
+        return found
+    return None
+
+
+_NOT_PLAIN: Any = object()
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON holds it (a tuple as a list), or ``_NOT_PLAIN``."""
+    if value is None or type(value) in (str, bool, int) or (
+            type(value) is float and math.isfinite(value)):
+        return value
+    if isinstance(value, list | tuple):
+        items = [_plain(v) for v in value]
+        return _NOT_PLAIN if any(v is _NOT_PLAIN for v in items) else items
+    return _NOT_PLAIN
