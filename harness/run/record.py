@@ -127,6 +127,8 @@ def _defaults(path: str) -> dict[str, Any]:
     """The keyword defaults of the loaded class or function at ``path`` that JSON can hold
     (``{}``: not loaded, or no signature)."""
     target = _loaded(path)
+    if isinstance(target, classmethod | staticmethod):  # Class.create as a _target_
+        target = target.__func__
     if target is None or not callable(target):
         return {}
     try:

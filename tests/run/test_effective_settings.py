@@ -46,6 +46,10 @@ class Tfidf(SearchRetriever):
     def search(self, queries):
         return [[Hit(i, "t") for i in self.ids[: self.ngram_max]] for _ in queries]
 
+    @classmethod
+    def create(cls, size=3, labels=("x",)):
+        return cls()
+
 def make(documents, k=4, mode="mmr", weights=(0.5, 0.5), client=Analyzer()):
     return None
 """
@@ -128,6 +132,9 @@ def test_defaults_of_factories_nested_parts_and_unloaded_targets(
         "dataset": {"_target_": "nowhere_loaded_pkg.Loader", "path": "x.jsonl"},
         "run": {"limit": None, "retrieval_ks": [5, 10]},
     }
+    made = effective_settings({"retriever": {"_target_": f"{module}.Tfidf.create"}})
+    assert made["retriever"] == {"_target_": f"{module}.Tfidf.create", "size": 3,
+                                 "labels": ["x"]}
     got = effective_settings(config)
     kwargs = got["retriever"]["kwargs"]
     # given wins; documents is the harness's; an object default is left out
