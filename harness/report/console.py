@@ -16,6 +16,7 @@ from harness.core.settings import Job
 from harness.core.summary import RunSummary
 from harness.core.types import TrackedRun
 from harness.run.timing import latency_line
+from harness.tracking.mlflow.ui import ui_lines
 from harness.tracking.sweep import parent_run_id, rank_key
 
 
@@ -228,6 +229,7 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
     if tracked is not None:
         rows.append(("mlflow run", f"{tracked.run_id} (experiment {tracked.experiment_id})"))
         rows.append(("mlflow store", summary.tracking["tracking_uri"]))
+        rows += ui_lines(tracked.tracking_uri, tracked.experiment_id, tracked.run_id)
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 

@@ -54,7 +54,7 @@ def test_llm_with_reference_end_to_end(
     assert summary["prompt"]["version"] == "pointwise_reference_v1"
 
     client = mlflow_runs.client(mlflow_store)
-    [run] = mlflow_runs.runs(mlflow_store, "default", "tags.`choice.metric` = 'llm_with_reference'",
+    [run] = mlflow_runs.runs(mlflow_store, "harness", "tags.`choice.metric` = 'llm_with_reference'",
                              order_by=["attributes.start_time DESC"], max_results=1)
     assert run.data.tags["prompt.sha256"] == summary["prompt"]["sha256"]
     assert run.data.metrics["judge/requests"] == n_chunks

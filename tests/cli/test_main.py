@@ -57,7 +57,7 @@ def test_default_job_logs_everything_to_mlflow(tmp_path: Path, mlflow_store: str
     assert f"{summary['mean']:.4f}" in result.stdout
 
     client = mlflow_runs.client(mlflow_store)
-    [run] = mlflow_runs.runs(mlflow_store, "default", "tags.`choice.metric` = 'id_based'",
+    [run] = mlflow_runs.runs(mlflow_store, "harness", "tags.`choice.metric` = 'id_based'",
                         order_by=["attributes.start_time DESC"], max_results=1)
     assert run.info.run_id in result.stdout
     assert run.info.status == "FINISHED"
@@ -291,5 +291,5 @@ def test_cfg_job_prints_the_composed_config(tmp_path: Path) -> None:
     result = run_cli("--cfg", "job", "metric=non_llm", cwd=tmp_path)
     assert result.returncode == 0
     assert "measure: levenshtein" in result.stdout
-    assert "experiment_name: default" in result.stdout
+    assert "experiment_name: harness" in result.stdout
 

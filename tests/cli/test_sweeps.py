@@ -63,7 +63,7 @@ def test_parallel_jobs_on_a_fresh_store_do_not_race(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'fresh.db'}"
     sweep(tmp_path, "hydra/launcher=local_parallel", "metric=id_based,id_ranked,non_llm",
           "retriever.top_k=2,4", env={"MLFLOW_TRACKING_URI": uri}, in_process=False)
-    [parent], children = runs_of(uri, "default")
+    [parent], children = runs_of(uri, "harness")
     assert len(children) == 6 and all(c.info.status == "FINISHED" for c in children)
 
 

@@ -143,7 +143,7 @@ def test_served_model_is_recorded_warned_and_tagged(tmp_path: Path, mlflow_store
     assert judge_["cost_unknown"] == "local endpoint"
     assert "gpt-4o-mini (served: qwen-1.5b-q4.gguf)" in result.stdout
     assert "cost unknown (local endpoint)" in result.stdout
-    [run] = mlflow_runs.runs(mlflow_store, "default", "tags.`judge.served_model` != ''",
+    [run] = mlflow_runs.runs(mlflow_store, "harness", "tags.`judge.served_model` != ''",
                              order_by=["attributes.start_time DESC"], max_results=1)
     tags = run.data.tags
     assert tags["judge.served_model"] == "qwen-1.5b-q4.gguf"

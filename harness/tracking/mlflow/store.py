@@ -20,7 +20,7 @@ from harness.core.errors import TrackingError
 from harness.core.redact import redact, redact_uri
 from harness.core.text import clip
 from harness.core.types import RunRecord
-from harness.tracking.mlflow import server
+from harness.tracking.mlflow import server, ui
 
 _CLIENTS: dict[str, Any] = {}
 _WRITABLE: set[str] = set()
@@ -233,21 +233,18 @@ def _first_line(error: BaseException) -> str:
 
 
 #: The experiment tag that picks the MLflow UI's layout.
-EXPERIMENT_KIND = "mlflow.experimentKind"
-
-
 def ensure_experiment(uri: str, name: str) -> str:
-    """Return the id of experiment ``name``, creating it if needed (race-safe)."""
+    """Return the id of experiment ``name``, creating it if needed (race-safe), with the
+    tags that open it on the runs table (``harness.tracking.mlflow.ui``)."""
     from mlflow.exceptions import MlflowException
 
     c = client(uri, write=True)
     exp = c.get_experiment_by_name(name)
     if exp is not None:
+        ui.mark(c, exp)
         return str(exp.experiment_id)
     try:
-        # MLflow 3's UI opens an experiment of unknown kind on its GenAI overview; these are
-        # evaluation runs to compare in the runs table
-        return str(c.create_experiment(name, tags={EXPERIMENT_KIND: "custom_model_development"}))
+        return str(c.create_experiment(name, tags=ui.experiment_tags()))
     except MlflowException:
         exp = c.get_experiment_by_name(name)  # another process created it meanwhile
         if exp is None:
@@ -255,10 +252,13 @@ def ensure_experiment(uri: str, name: str) -> str:
         return str(exp.experiment_id)
 
 
-def open_run(uri: str, experiment: str, run_name: str, tags: dict[str, str]) -> tuple[str, str]:
-    """Create a RUNNING run; return ``(run_id, experiment_id)``."""
+def open_run(uri: str, experiment: str, run_name: str, tags: dict[str, str],
+             start_ms: int | None = None) -> tuple[str, str]:
+    """Create a RUNNING run begun at ``start_ms`` (epoch ms, default now; the job's start
+    makes its duration the job's); return ``(run_id, experiment_id)``."""
     experiment_id = ensure_experiment(uri, experiment)
-    run = client(uri, write=True).create_run(experiment_id, run_name=run_name, tags=tags)
+    run = client(uri, write=True).create_run(experiment_id, start_time=start_ms,
+                                             run_name=run_name, tags=tags)
     return run.info.run_id, experiment_id
 
 

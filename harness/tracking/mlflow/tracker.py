@@ -9,6 +9,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -69,6 +70,8 @@ class MlflowTracker:
             raise TrackingError("tracking.tracking_uri is empty")
         self.tracking_uri, self.experiment = tracking_uri, experiment
         self.background = background
+        # the tracker is built with the job's parts: the run starts when the job does
+        self.started_ms = int(time.time() * 1000)
         self._proc: subprocess.Popen[str] | None = None
         self._pending: tuple[str, dict[str, str]] | None = None
         self.sweep = MlflowSweep(tracking_uri, experiment)
@@ -117,6 +120,7 @@ class MlflowTracker:
             "experiment": self.experiment,
             "run_name": run_name,
             "tags": tags,
+            "start_ms": self.started_ms,
             "busy_timeout_s": store.BUSY_TIMEOUT_S,
         }
         assert self._proc.stdin is not None
@@ -137,7 +141,8 @@ class MlflowTracker:
             run_name, tags = self._pending or ("default", {})
             run_id = exp_id = ""
             try:
-                run_id, exp_id = open_run(self.tracking_uri, self.experiment, run_name, tags)
+                run_id, exp_id = open_run(self.tracking_uri, self.experiment, run_name, tags,
+                                          self.started_ms)
                 close_run(self.tracking_uri, run_id, record)
             except Exception as e:  # MLflow raises many types; report them as one
                 if run_id:

@@ -1,8 +1,9 @@
 """Background MLflow logger: ``python -m harness.tracking.mlflow.worker``.
 
-Reads one JSON line (store, experiment, run name, tags), imports MLflow and opens the run
-while the parent evaluates; then reads a second line (the ``RunRecord``), logs it and
-prints ``{"run_id", "experiment_id"}``. End of input without a record marks the run
+Reads one JSON line (store, experiment, run name, tags, the job's start), imports MLflow
+and opens the run (begun at the job's start) while the parent evaluates; then reads a
+second line (the ``RunRecord``), logs it and prints ``{"run_id", "experiment_id"}``. End
+of input without a record marks the run
 KILLED; ``{"abort": STATUS}`` ends it with STATUS (``DELETE`` removes a run that never got
 past bad input). When the store fails, it still waits for the record, then prints
 ``{"error": LINE}`` (the parent's ``error:`` line, see ``store.failure``) and exits 1.
@@ -46,7 +47,7 @@ def main() -> int:
     run_id = experiment_id = error = None
     try:
         run_id, experiment_id = open_run(
-            uri, header["experiment"], header["run_name"], header["tags"]
+            uri, header["experiment"], header["run_name"], header["tags"], header.get("start_ms")
         )
     except Exception as e:  # MLflow raises many types; the parent reports them as one line
         error = failure(uri, e)
