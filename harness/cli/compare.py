@@ -43,7 +43,10 @@ keys:
                      new run named "compare" when there is none)
   pareto=A,-B        the Pareto front of metrics A (maximised) and B (a leading -
                      minimises): its table, compare/pareto.png and pareto.json; default:
-                     metric vs -retrieval_p95_ms when the runs logged latencies; none: off
+                     the sweep's run.objective when it names several, else no front;
+                     none: off. On a measured time (retrieval_p95_ms, prepare_s, ...) a
+                     gap inside its noise (the run's CI from its logged spread, at least
+                     10%) is a tie, not a win
 """
 DEFAULTS: dict[str, Any] = {
     "experiment": None, "metric": "mean", "tracking_uri": None, "sweep": "latest", "top": None,

@@ -56,8 +56,9 @@ def compare(
         alpha: The gate's significance level.
         min_delta: How much worse (mean paired difference) the gate tolerates.
         pareto: The objectives of a Pareto front (``ndcg_at_10,-retrieval_p95_ms``; a
-            leading ``-`` minimises); by default ``metric`` vs ``-retrieval_p95_ms`` when
-            a run logged latencies; ``none`` for no front.
+            leading ``-`` minimises); by default the sweep's ``run.objective`` when it
+            names several, else no front; ``none`` for none. On a measured time a gap
+            inside the noise is a tie (``harness.compare.noise``).
 
     Returns:
         ``groups`` (one per dataset and metric: ``label``, ``rows``, ``all_rows``,
@@ -101,7 +102,9 @@ def compare(
                           f"{', '.join(sorted(known))}")
     if baseline:
         notes += check_pair(runs[0], runs[1], metric, force)
-    objectives = pareto_front.choose(pareto, metric, runs)
+    front_notes: list[str] = []
+    objectives = pareto_front.choose(pareto, metric, runs,
+                                     c.get_run(parent) if parent else None, front_notes)
     run_groups = [runs] if baseline else _grouped(runs, metric)
     out = Path(tempfile.mkdtemp(prefix="harness-compare-"))
     try:
@@ -109,6 +112,7 @@ def compare(
         stats = (bootstrap, confidence, seed)
         groups = ([_pair_group(runs, values, metric, stats, notes)] if baseline else
                   [_rank_group(g, values, metric, stats, top) for g in run_groups])
+        groups[0]["notes"] += front_notes
         result: dict[str, Any] = {
             "experiment": experiment, "metric": metric, "sweep": sweep,
             "parent_run_id": parent, "confidence": confidence, "bootstrap": bootstrap,
@@ -119,7 +123,7 @@ def compare(
         if objectives:
             result["pareto"] = [
                 pareto_front.front_of(rg, objectives, g["varying"],
-                                      g["label"] if len(groups) > 1 else "")
+                                      g["label"] if len(groups) > 1 else "", confidence)
                 for rg, g in zip(run_groups, groups, strict=True)]
         if fail_if_worse:
             result["gate"] = _gate(groups[0]["test"], alpha, min_delta)

@@ -1,5 +1,7 @@
-"""The Pareto front of a sweep's runs: quality against cost (``ndcg_at_10`` vs
-``-retrieval_p95_ms``), as a table, ``pareto.json`` and a scatter plot with the front."""
+"""The Pareto front of a sweep's runs, when asked for (``pareto=`` or a sweep whose
+``run.objective`` names several objectives): quality against cost (``ndcg_at_10`` vs
+``-retrieval_p95_ms``), as a table, ``pareto.json`` and a scatter plot with the front.
+Differences inside a measured time's noise are ties (``harness.compare.noise``)."""
 
 from __future__ import annotations
 
@@ -8,35 +10,62 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.compare import noise
 from harness.core.errors import ConfigError, closest
-from harness.core.objectives import Objective, known, pareto_front, parse, sort_key
+from harness.core.objectives import Objective, known, parse, sort_key
 from harness.core.text import clip
 
-#: The cost a sweep's quality is traded against when ``pareto=`` is not given.
-LATENCY = "retrieval_p95_ms"
 _OFF = ("none", "null", "false", "off", "no", "0")
+#: The tag of a sweep's parent run that holds its ``run.objective`` (``tracking.sweep``).
+SWEEP_OBJECTIVE = "sweep.objective"
 
 
-def choose(pareto: str | Sequence[str] | None, metric: str, runs: Sequence[Any]
+def asked(parent: Any | None, runs: Sequence[Any]) -> str | None:
+    """The objectives a sweep asked for, when it named several: its parent's
+    ``sweep.objective`` tag, else the ``run.objective`` every run logged (``None``: one
+    objective, or none recorded)."""
+    spec = parent.data.tags.get(SWEEP_OBJECTIVE) if parent is not None else None
+    if spec is None:
+        logged = {r.data.params.get("run.objective") for r in runs}
+        spec = logged.pop() if len(logged) == 1 else None
+    if not spec:
+        return None
+    try:
+        value = json.loads(spec)
+    except ValueError:
+        value = spec
+    names = value if isinstance(value, list) else str(value).split(",")
+    return ",".join(map(str, names)) if len(names) > 1 else None
+
+
+def choose(pareto: str | Sequence[str] | None, metric: str, runs: Sequence[Any],
+           parent: Any | None = None, notes: list[str] | None = None
            ) -> list[Objective] | None:
-    """The objectives of the front: ``pareto`` as given (``ndcg_at_10,-retrieval_p95_ms``);
-    by default ``metric`` vs ``-retrieval_p95_ms`` when a run logged that; ``None`` for
-    none (``pareto=none``, or by default without latencies).
+    """The objectives of the front: ``pareto`` as given (``ndcg_at_10,-retrieval_p95_ms``),
+    else the several objectives the sweep asked for (``run.objective``, see ``asked``);
+    ``None`` for no front (``pareto=none``, or nothing asked: a quality metric alone is a
+    ranking, not a trade-off).
 
     Raises:
         ConfigError: A bad spec, fewer than two objectives, or a name no run logged.
     """
     logged = {k for r in runs for k in r.data.metrics}
     if pareto is None:
-        if metric == LATENCY or LATENCY not in logged:
+        spec = asked(parent, runs)
+        if spec is None:
             return None
-        return [Objective(metric, True), Objective(LATENCY, False)]
+        objectives = parse(spec, "pareto")
+        missing = [o.name for o in objectives if o.name not in logged]
+        if missing and notes is not None:
+            notes.append(f"no Pareto front: the sweep's run.objective={spec} names "
+                         f"{', '.join(missing)}, which no run logged")
+        return None if missing else objectives
     if isinstance(pareto, str) and pareto.strip().lower() in _OFF:
         return None
     objectives = parse(pareto, "pareto")
     if len(objectives) < 2:
         raise ConfigError(f"pareto: a front needs two or more objectives, got {pareto!r}; "
-                          f"e.g. pareto={metric},-{LATENCY}")
+                          f"e.g. pareto={metric},-retrieval_p95_ms")
     for o in objectives:
         if o.name not in logged:
             raise ConfigError(f"pareto: no run has {o.name!r}{closest(o.name, logged)}; "
@@ -45,21 +74,31 @@ def choose(pareto: str | Sequence[str] | None, metric: str, runs: Sequence[Any]
 
 
 def front_of(runs: Sequence[Any], objectives: Sequence[Objective], varying: Sequence[str],
-             label: str = "") -> dict[str, Any]:
+             label: str = "", confidence: float = 0.95, drift: float = noise.DRIFT
+             ) -> dict[str, Any]:
     """The runs split into ``front`` (non-dominated, best first by the first objective),
     ``dominated`` (same order) and ``skipped`` (missing or NaN values: ``missing`` names
-    them); ties keep the order of the sweep's jobs."""
+    them); ties keep the order of the sweep's jobs. On a measured time, differences
+    within the noise band are ties (``harness.compare.noise``); each row's ``noise``
+    gives its own band on each such objective (its value's ± at ``confidence``)."""
     from harness.compare.stats import job_order
 
     order = job_order(runs)
     runs = [runs[i] for i in sorted(range(len(runs)), key=lambda i: order[i])]
     points = [[r.data.metrics.get(o.name) for o in objectives] for r in runs]
-    on_front = pareto_front(points, objectives)
+    facts = [(r.data.metrics, r.data.params) for r in runs]
+    timed = [noise.is_measured(o.name) for o in objectives]
+    bands = [[[noise.band(o.name, a, b, confidence, drift) if t else 0.0
+               for o, t in zip(objectives, timed, strict=True)] for b in facts] for a in facts]
+    on_front = noise.front(points, objectives, bands)
 
     def row(i: int) -> dict[str, Any]:
         r = runs[i]
         return {"run_id": r.info.run_id, "run_name": r.info.run_name or r.info.run_id,
                 "values": {o.name: points[i][j] for j, o in enumerate(objectives)},
+                "noise": {o.name: noise.half_width(o.name, facts[i], confidence, drift)
+                          for o, t in zip(objectives, timed, strict=True)
+                          if t and known(points[i][objectives.index(o)])},
                 "params": {k: r.data.params.get(k, r.data.tags.get(k, "")) for k in varying}}
 
     complete = [i for i, p in enumerate(points) if all(known(x) for x in p)]
@@ -70,6 +109,8 @@ def front_of(runs: Sequence[Any], objectives: Sequence[Objective], varying: Sequ
                for i in range(len(runs)) if i not in complete]
     return {"label": label, "objectives": [str(o) for o in objectives],
             "directions": [o.direction for o in objectives], "varying": list(varying),
+            "noisy": [o.name for o, t in zip(objectives, timed, strict=True) if t],
+            "confidence": confidence, "drift": drift,
             "front": [row(i) for i in on_front], "dominated": [row(i) for i in dominated],
             "skipped": skipped}
 
@@ -89,12 +130,18 @@ def render(groups: Sequence[dict[str, Any]]) -> str:
                  f"{len(g['front'])} of {n} run(s) non-dominated", ""]
         head = ["#", "run", *(o.name for o in objectives), *g["varying"]]
         body = [[str(i), r["run_name"].replace("|", "\\|"),
-                 *(_fmt(r["values"][o.name]) for o in objectives),
+                 *(_fmt(r["values"][o.name]) + (f" ±{_fmt(r['noise'][o.name])}"
+                                                if o.name in r.get("noise", {}) else "")
+                   for o in objectives),
                  *(r["params"].get(k, "") for k in g["varying"])]
                 for i, r in enumerate(g["front"], 1)]
         width = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
         lines += ["| " + " | ".join(x.ljust(w) for x, w in zip(line, width, strict=True)) + " |"
                   for line in [head, ["-" * w for w in width], *body]]
+        if g.get("noisy"):
+            lines.append(f"ties: on {', '.join(g['noisy'])} a gap inside the noise (± the "
+                         f"{g['confidence']:.0%} interval of each run's figure from its logged "
+                         f"spread, at least {g['drift']:.0%}) dominates nothing")
         for r in g["skipped"]:
             lines.append(f"skipped: {r['run_name']} (no {', '.join(r['missing'])})")
         out.append("\n".join(lines) + "\n")
