@@ -55,8 +55,10 @@ def test_a_run_goes_to_the_harness_experiment_opened_on_its_runs_table(
     assert exp is not None and exp.name != "Default"
     assert client.get_experiment("0").name == "Default"  # MLflow's own, left alone
     assert exp.tags[KIND] == "custom_model_development"
-    columns = json.loads(exp.tags[VIEW])["selectedColumns"]
-    assert "metrics.`mean`" in columns and "metrics.`ndcg_at_10`" in columns
+    view = json.loads(exp.tags[VIEW])
+    assert "metrics.`mean`" in view["selectedColumns"]
+    assert "metrics.`ndcg_at_10`" in view["selectedColumns"]
+    assert view["searchFilter"] == "metrics.n_scored > 0"
     [run] = mlflow_runs.runs(mlflow_store, "harness", f"attributes.start_time >= {before}")
     assert before <= run.info.start_time <= run.info.end_time <= after
     _spans_the_job(run, tmp_path / "out")
@@ -158,12 +160,13 @@ def test_the_runs_link_opens_the_table_with_the_key_metrics(tmp_path: Path) -> N
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     exp = ensure_experiment(uri, "harness")
     c = client(uri, write=True)
-    for i in range(2):
+    for i in range(3):  # run2 failed before scoring anything
         run = c.create_run(exp, run_name=f"run{i}").info.run_id
         c.log_batch(run, metrics=[Metric(k, v, 0, 0) for k, v in
                                   {"mean": 0.5 + i / 10, "ndcg_at_10": 0.7,
+                                   "n_scored": 0 if i == 2 else 30,
                                    "not_a_key_metric": 1.0}.items()])
-        c.set_terminated(run)
+        c.set_terminated(run, "FAILED" if i == 2 else "FINISHED")
     port = _free_port()
     mlflow = Path(sys.executable).with_name("mlflow")
     server = subprocess.Popen([str(mlflow), "server", "--backend-store-uri", uri, "--host",
@@ -191,6 +194,12 @@ def test_the_runs_link_opens_the_table_with_the_key_metrics(tmp_path: Path) -> N
                                                headers(d))
         assert "mean" in seen and "Duration" in seen and "not_a_key_metric" not in seen
         assert "/runs" in driver.current_url and "overview" not in driver.current_url
+        names = WebDriverWait(driver, 30).until(
+            lambda d: {e.text for e in d.find_elements("css selector", "a") if  # type: ignore[attr-defined]
+                       e.text.startswith("run")} or None)
+        assert names == {"run0", "run1"}  # the run that scored nothing is filtered out
+        body = driver.find_element("tag name", "body").text
+        assert "2 matching runs" in body and "run2" not in body
     finally:
         if driver is not None:
             driver.quit()

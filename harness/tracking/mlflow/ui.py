@@ -3,9 +3,9 @@
 * ``mlflow.experimentKind=custom_model_development``: MLflow 3's UI opens an experiment of
   unknown kind on its GenAI overview ("0 traces"); of this kind, on the runs table.
 * ``mlflow.sharedViewState.harness``: a saved view of the runs table whose columns are the
-  key metrics (the UI's own "share view" format: JSON with ``selectedColumns``); the link
-  ``runs_link`` opens the table with it (``?viewStateShareKey=harness``), so no column has
-  to be picked by hand.
+  key metrics, of the runs that scored something (the UI's own "share view" format: JSON
+  with ``selectedColumns`` and ``searchFilter``); the link ``runs_link`` opens the table
+  with it (``?viewStateShareKey=harness``), so no column has to be picked by hand.
 
 A tag the user (or another tool) set already is never overwritten. Importing this module
 imports nothing from MLflow.
@@ -36,10 +36,15 @@ def column(group: str, name: str) -> str:
     return f"{group}.`{name}`"
 
 
+#: The saved view's filter: runs that scored something (a run that failed before scoring
+#: anything, a ``compare`` run, is left out; the filter shows in the search box, to clear).
+SCORED = "metrics.n_scored > 0"
+
+
 def view_state() -> str:
-    """The saved view's JSON: the dataset column, then the key metrics."""
+    """The saved view's JSON: the dataset column, then the key metrics; scored runs."""
     columns = [column("attributes", "Dataset"), *(column("metrics", m) for m in KEY_METRICS)]
-    return json.dumps({"selectedColumns": columns})
+    return json.dumps({"selectedColumns": columns, "searchFilter": SCORED})
 
 
 def experiment_tags() -> dict[str, str]:
