@@ -54,10 +54,14 @@ def experiment_tags() -> dict[str, str]:
 
 def mark(c: Any, experiment: Any) -> None:
     """Give an existing experiment (created by MLflow, another tool or an older harness) the
-    tags it lacks; a kind or view someone set stays as it is."""
+    tags it lacks, best effort; a kind or view someone set stays as it is."""
     missing = {k: v for k, v in experiment_tags().items() if k not in (experiment.tags or {})}
-    for key, value in missing.items():
-        c.set_experiment_tag(experiment.experiment_id, key, value)
+    try:
+        for key, value in missing.items():
+            c.set_experiment_tag(experiment.experiment_id, key, value)
+    except Exception:  # MLflow raises many types; how the UI opens is no reason to lose a run
+        # (a team server may let this user log runs but not edit the experiment)
+        return
 
 
 def _server(uri: str) -> str | None:
