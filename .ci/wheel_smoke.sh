@@ -23,7 +23,7 @@ set -x
 test -s run1/summary.json && test -s run1/samples.jsonl && test -s run1/report.html
 "$tmp/venv/bin/harness" metric=non_llm run.progress=false tracking=none hydra.run.dir=run2
 "$PY" -m harness -m metric=id_based,id_ranked run.progress=false hydra.sweep.dir=sweep
-"$PY" -m harness.compare experiment=default log=false
+"$PY" -m harness.compare experiment=harness log=false
 "$PY" -m harness.report run1
 "$tmp/venv/bin/harness-cache" --help >/dev/null
 "$tmp/venv/bin/harness-compare" --help >/dev/null
