@@ -26,7 +26,7 @@ from harness.shards.plan import JsonlSpan, plan, shard
 from harness.shards.worker import ShardWorker
 
 #: Summary keys that say how long the run took, or where: the rest must be equal.
-TIMES = {"duration_s", "samples_per_s", "output_dir", "timing", "config"}
+TIMES = {"duration_s", "samples_per_s", "output_dir", "timing", "config", "settings"}
 
 
 def records(n: int, seed: int = 0) -> Iterator[dict[str, Any]]:
