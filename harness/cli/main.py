@@ -193,8 +193,12 @@ def main() -> None:
     except _Reported:
         raise
     except SystemExit as e:
-        if e.code == 1 and held.holding:  # Hydra could not compose: lead with a hint
-            held.release(suggest(args))
+        if e.code == 1 and held.holding:  # Hydra could not compose: one line, if we can
+            hint = suggest(args)
+            if hint:
+                held.replace(typo_line(hint, held.held()))
+            else:
+                held.release()
         elif e.code == 1:  # a job that crashed in Hydra's hands: the hint after
             hint = suggest(args)
             if hint:
@@ -217,6 +221,19 @@ def _release_claimed() -> None:
     from harness.cli.guard import release_claimed
 
     release_claimed()
+
+
+def typo_line(hint: str, hydra_text: str) -> str:
+    """The did-you-mean ``hint`` as the command's one ``error:`` line, with the options
+    Hydra listed (instead of its dozen lines: the listing and its config search path)."""
+    import re
+
+    line = "error: " + hint.removeprefix("hint: ")
+    listing = re.search(r"Available options in '[^']*':\n((?:\t.*\n?)+)", hydra_text)
+    if listing:
+        options = [o.strip() for o in listing.group(1).splitlines() if o.strip()]
+        line += "; the options: " + ", ".join(options)
+    return line
 
 
 class _Reported(SystemExit):

@@ -43,6 +43,21 @@ class HeldStderr:
         self.target.write((f"{lead}\n" if lead else "") + "".join(self.parts))
         self.target.flush()
 
+    def replace(self, line: str) -> None:
+        """Put the real stream back and write ``line`` instead of what was held (Hydra's
+        listing, once a did-you-mean line has said what it says)."""
+        if not self.holding:
+            return
+        self.holding = False
+        if sys.stderr is self:
+            sys.stderr = self.target
+        self.target.write(f"{line}\n")
+        self.target.flush()
+
+    def held(self) -> str:
+        """What was written while holding."""
+        return "".join(self.parts)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.target, name)
 

@@ -194,8 +194,10 @@ def test_malformed_record_stops_before_outputs(tmp_path: Path, mlflow_store: str
 
 def test_unknown_option_lists_the_choices(tmp_path: Path) -> None:
     result = run_cli("metric=id_base", "tracking=none", cwd=tmp_path)
-    assert_one_line_error(result, "metric/id_base", "id_based", "non_llm")
-    assert "hint: 'id_base' is not a metric option (did you mean 'id_based'?)" in result.stderr
+    assert_one_line_error(result, "id_base", "id_based", "non_llm")
+    assert result.stderr.startswith(
+        "error: 'id_base' is not a metric option (did you mean 'id_based'?); the options: ")
+    assert len(result.stderr.splitlines()) == 1
 
 
 @pytest.mark.parametrize(

@@ -213,7 +213,7 @@ def test_users_yaml_in_their_search_path(own: tuple[Path, str]) -> None:
         f"_target_: {name}.search.Slow\nids: [d2, d3]\n")
     result = run_cli("retriever=mine", *BEIR, "tracking=none", cwd=cwd)
     assert result.returncode == 1  # Hydra cannot find it: the hint says why
-    assert "hint: 'mine' is in ./conf/retriever/mine.yaml" in result.stderr
+    assert "error: 'mine' is in ./conf/retriever/mine.yaml" in result.stderr
     assert "hydra.searchpath=[file://conf]" in result.stderr
     result = run_cli("retriever=mine", "hydra.searchpath=[file://conf]",
                      f"trusted_targets=[{name}.*]", *BEIR, "tracking=none", cwd=cwd)
