@@ -23,9 +23,10 @@ def sweep(
     env: dict[str, str] | None = None,
     timeout: float = 300,
     in_process: bool = True,
+    folder: str = "sweep",
 ) -> CliResult:
     run = run_cli if in_process else run_cli_subprocess
-    result = run("-m", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path, env=env,
+    result = run("-m", *args, f"hydra.sweep.dir={tmp_path / folder}", cwd=tmp_path, env=env,
                  timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -108,8 +109,9 @@ def test_optuna_search_on_scifact_beats_its_first_trial_and_resumes(tmp_path: Pa
     assert len(values) == 6
     assert study.best_value > values[0]
     assert set(study.best_params) == {"retriever.k1", "retriever.b", "retriever.top_k"}
-    # the same command with more trials continues the stored study
+    # the same command with more trials continues the stored study (into a sweep folder of
+    # its own: a finished sweep's folder is never written over)
     more = [a if a != "hydra.sweeper.n_trials=6" else "hydra.sweeper.n_trials=2" for a in args]
-    sweep(tmp_path, *more, in_process=False)
+    sweep(tmp_path, *more, in_process=False, folder="sweep_more")
     study = optuna.load_study(study_name="optuna_test", storage=storage)
     assert len([t for t in study.trials if t.value is not None]) == 8
