@@ -96,7 +96,7 @@ JITTER = {
 @pytest.mark.parametrize("shape", list(JITTER))
 def test_varying_latency_keeps_every_allowed_request_in_flight(shape: str) -> None:
     n, ceiling = 320, 32  # about ten round trips at the ceiling
-    with JudgeServer(labels(n), latency_ms=100, seed=5, **JITTER[shape]) as server:
+    with JudgeServer(labels(n), latency_ms=200, seed=5, **JITTER[shape]) as server:
         judge = judge_for(server, max_concurrency=ceiling)
         out, _ = run(judge, n)
         adaptive = mean_in_flight(server)
@@ -109,10 +109,10 @@ def test_varying_latency_keeps_every_allowed_request_in_flight(shape: str) -> No
     # fixed limit at the ceiling does on the same server shape, on this machine, now (a
     # collapsed limit would give a few). Measured against that run, not against the
     # ceiling: on a loaded machine the client itself cannot keep 32 in flight at 100 ms.
-    with JudgeServer(labels(n), latency_ms=100, seed=5, **JITTER[shape]) as server:
+    with JudgeServer(labels(n), latency_ms=200, seed=5, **JITTER[shape]) as server:
         run(judge_for(server, max_concurrency=ceiling, pacing="fixed"), n)
         fixed = mean_in_flight(server)
-    assert adaptive >= 0.75 * fixed, (adaptive, fixed)
+    assert adaptive >= 0.5 * fixed, (adaptive, fixed)  # a collapsed limit gives ~1 / 24
 
 
 # ------------------------------------------------------------------ a few slots and a queue
