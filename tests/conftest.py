@@ -92,3 +92,20 @@ def judge_server() -> Iterator[Any]:
 
     with JudgeServer(retry_after="0.01") as server:
         yield server
+
+
+@pytest.fixture
+def clean_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No registered secret and no hidden value before the test, none left after it."""
+    import os
+
+    import harness.core.redact
+
+    monkeypatch.setattr(harness.core.redact, "_SECRETS", set())
+    before = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_SECRET_")}
+    for name in before:
+        del os.environ[name]
+    yield
+    for name in [k for k in os.environ if k.startswith("HARNESS_SECRET_")]:
+        del os.environ[name]
+    os.environ.update(before)

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import textwrap
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 
-import harness.core.redact
 from harness.core.redact import MASK, redact, redact_tree, register_tree, secret_key
 from harness.core.secrets import hide
 
@@ -21,18 +19,8 @@ KEY = "sk-setting-canary-" + uuid.uuid4().hex[:8]
 
 
 @pytest.fixture(autouse=True)
-def _secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No registered secret and no hidden value before the test, none left after it."""
-    import os
-
-    monkeypatch.setattr(harness.core.redact, "_SECRETS", set())
-    before = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_SECRET_")}
-    for name in before:
-        del os.environ[name]
-    yield
-    for name in [k for k in os.environ if k.startswith("HARNESS_SECRET_")]:
-        del os.environ[name]
-    os.environ.update(before)
+def _secrets(clean_secrets: None) -> None:
+    """No registered secret and no hidden value before the test (``conftest``)."""
 
 
 @pytest.mark.parametrize(

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import harness.core.redact
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.redact import register
 from harness.core.secrets import hide
@@ -30,17 +27,8 @@ URL = "https://svc:Pa55word-canary@127.0.0.1:9/search"
 
 
 @pytest.fixture(autouse=True)
-def _secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No registered secret and no hidden value before the test, none left after it."""
-
-    monkeypatch.setattr(harness.core.redact, "_SECRETS", set())
-    before = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_SECRET_")}
-    for name in before:
-        del os.environ[name]
-    yield
-    for name in [k for k in os.environ if k.startswith("HARNESS_SECRET_")]:
-        del os.environ[name]
-    os.environ.update(before)
+def _secrets(clean_secrets: None) -> None:
+    """No registered secret and no hidden value before the test (``conftest``)."""
 
 
 def crossed(work: Any) -> BaseException:
