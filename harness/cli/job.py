@@ -15,6 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config.build import build, instantiate, uses
 from harness.config.compose import job_config
+from harness.config.variants import (
+    compose_variants,
+    variant_choices,
+    variant_config,
+    variant_members,
+)
 from harness.core import secrets as cli_secrets
 from harness.core.errors import ConfigError, GateFailed, HarnessError, Interrupted, RunFailed
 from harness.core.protocols import Parts
@@ -50,14 +56,27 @@ def run(cfg: DictConfig) -> JobValue:
         if multirun:
             _check_job_folder(out_dir, hc.job.num)
         scrub_hydra_files(out_dir)
+        variants = compose_variants(list(hc.overrides.task), _hydra_compose(hc.job.config_name))
+        if variants is not None:  # metric=[a,b]: each variant composed on its own
+            cfg = variants.configs[0]
         parts = build(cfg)
+        if variants is not None:
+            try:
+                parts.metric = variant_members(variants, parts)
+            except BaseException:
+                parts.close()
+                raise
         if parts.settings.shards > 1:  # one evaluation, scored by workers (harness.shards)
             from harness.shards import sharded
 
             parts.task = sharded(parts.task)
         choices = choices_of(cfg, parts, dict(hc.runtime.choices))
+        config = job_config(cfg)
+        if variants is not None:
+            choices = variant_choices(variants, choices, dict(hc.runtime.choices))
+            config = variant_config(variants, config)
         job = Job(
-            config=job_config(cfg),
+            config=config,
             out_dir=out_dir,
             choices=choices,
             run_name=run_name(list(hc.overrides.task), choices.get("metric"), multirun),
@@ -73,6 +92,22 @@ def run(cfg: DictConfig) -> JobValue:
     finally:
         if not multirun:
             release(out_dir)
+
+
+def _hydra_compose(config_name: str | None) -> Any:
+    """Compose in the running Hydra app (its search path, its config), one line on error."""
+    from hydra import compose
+
+    from harness.config.compose import config_error
+
+    def composing(overrides: list[str]) -> DictConfig:
+        try:
+            return compose(config_name or "config", overrides=overrides,
+                           return_hydra_config=True)
+        except Exception as e:
+            raise config_error(e, overrides) from None
+
+    return composing
 
 
 #: Sweep jobs whose folder held another job's outputs: failed, with nowhere of their own to

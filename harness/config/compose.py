@@ -63,7 +63,7 @@ def composed(overrides: Sequence[str]) -> DictConfig:
                 with initialize_config_module(config_module=CONFIG_MODULE):
                     cfg = compose("config", overrides=list(key))
             except Exception as e:
-                raise _config_error(e, list(key)) from None
+                raise config_error(e, list(key)) from None
             _composed[key] = cfg
             while len(_composed) > COMPOSED_MAX:
                 _composed.popitem(last=False)
@@ -72,7 +72,7 @@ def composed(overrides: Sequence[str]) -> DictConfig:
         return copy.deepcopy(cfg)
 
 
-def _config_error(error: Exception, overrides: list[str]) -> Exception:
+def config_error(error: Exception, overrides: list[str]) -> Exception:
     """Hydra's (or OmegaConf's) composition error as the CLI reports it: one line, led by
     the did-you-mean hint (a ``ConfigError``); anything else unchanged."""
     from hydra.errors import HydraException

@@ -81,6 +81,17 @@ def judge_tags(judge: Mapping[str, Any] | None) -> dict[str, str]:
     return tags
 
 
+#: What each variant of a run of several logs, as ``<variant>/<name>``.
+VARIANT_METRICS = ("mean", "n_scored", "n_unscored", "success_rate")
+
+
+def variant_metrics(variants: Mapping[str, Any] | None) -> dict[str, float | None]:
+    """``<variant>/mean``, ``/n_scored``, ``/n_unscored`` and ``/success_rate`` of each
+    variant of a run of several (``{}`` for one)."""
+    return {f"{name}/{key}": numbers.get(key) for name, numbers in (variants or {}).items()
+            for key in VARIANT_METRICS}
+
+
 #: A section ``summary.json`` holds only when it applies (``None``: not written).
 Section = dict[str, Any] | None
 
@@ -99,6 +110,10 @@ class RunSummary:
     samples_per_s: float | None = None
     #: Written when the metric counts successes (a hit at all); ``None`` inside: no sample.
     success_rate: dict[str, float | None] | None = None
+    #: Several variants in one run (``metric=[a,b]``): each one's mean, counts, unscored
+    #: reasons, success rate and precision by rank, by name in the order listed (the
+    #: headline numbers above are the first one's); ``None`` for a run of one variant.
+    variants: Section = None
     retrieval: Section = None  # recall/ndcg at the cut-offs, mrr, n_queries
     retrieval_cutoffs: Section = None  # the retrieval's depth and the cut-offs above it
     options: dict[str, str] = field(default_factory=dict)  # the option chosen per group
@@ -167,13 +182,15 @@ class RunSummary:
         return params
 
     def metrics(self) -> dict[str, float | None]:
-        """The headline numbers, judge traffic, retrieval metrics, timing, the retriever's
-        own numbers (``retriever/<name>``) and the retrieval's depth."""
+        """The headline numbers, each variant's (``<variant>/mean``), judge traffic,
+        retrieval metrics, timing, the retriever's own numbers (``retriever/<name>``) and the
+        retrieval's depth."""
         metrics: dict[str, float | None] = {
             "mean": self.mean, "n_samples": self.n_samples, "n_scored": self.n_scored,
             "n_unscored": self.n_unscored, "duration_s": self.duration_s,
             "success_rate": self.success,
         }
+        metrics.update(variant_metrics(self.variants))
         metrics.update({f"judge/{k}": v for k, v in self.judge_stats.items()})
         metrics.update({k: v for k, v in (self.retrieval or {}).items() if k != "n_queries"})
         metrics.update({k: self.timing[k] for k in TIMING_METRICS if k in self.timing})
@@ -218,7 +235,15 @@ class RunSummary:
             f"Mean {'n/a' if mean is None else f'{mean:.4f}'} over {self.n_scored} scored of "
             f"{self.n_samples} samples ({self.n_unscored} unscored)."
         )
+        if self.variants:
+            lines.append("Variants: " + "; ".join(
+                f"`{name}` mean {_four(v.get('mean'))} ({v.get('n_scored')} scored)"
+                for name, v in self.variants.items()) + ".")
         return "\n\n".join(lines)
+
+
+def _four(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 @dataclass

@@ -5,135 +5,32 @@ It knows nothing of Hydra or MLflow, so the CLI, the Python API and tests share 
 
 from __future__ import annotations
 
-import math
 import time
-from array import array
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import IO, Any
 
-from harness.core.errors import ComponentFailed, headline
+from harness.core.errors import ComponentFailed
 from harness.core.protocols import Metric
 from harness.core.redact import redact
 from harness.core.text import clip
 from harness.core.types import RagSample, SampleResult
-from harness.metrics.retrieval import at_cutoffs, retrieval_summary, sample_grades
+from harness.metrics.retrieval import at_cutoffs, sample_grades
 from harness.retrievers.boundary import guarded, quote
 from harness.run.missed import explain_low_scores
 from harness.run.outputs import OutputError, json_line
 from harness.run.outputs.folder import hint, reason
-from harness.run.sampling import Evenly
+from harness.run.tally import (  # their home was this module: still importable here
+    MAP_SAMPLES,
+    MAX_RANK,
+    REPORT_ROWS,
+    REPORT_UNSCORED,
+    Scores,
+    Tally,
+    significant,
+)
 
-_MAX_REASONS = 20
-MAX_RANK = 20
-MAP_SAMPLES = 60
-#: Rows kept for the HTML report's per-sample view: every one of a run of up to this many
-#: samples (the report draws a page at a time), evenly spaced beyond; and unscored ones.
-REPORT_ROWS = 10_000
-REPORT_UNSCORED = 200
-
-
-@dataclass
-class Tally:
-    """Running counts of a run; ``mean`` is over scored samples only."""
-
-    metric: str
-    n_samples: int = 0
-    scores: array[float] = field(default_factory=lambda: array("d"))
-    reasons: Counter[str] = field(default_factory=Counter)
-    successes: int | None = None
-    retrieval: dict[str, float] = field(default_factory=dict)
-    n_retrieval: int = 0
-    #: The longest retrieved list among them, the cut-offs asked for, and which of the
-    #: names above that depth are still logged (``True``: all).
-    retrieval_depth: int = 0
-    retrieval_ks: tuple[int, ...] = ()
-    beyond_depth: bool | tuple[str, ...] = False
-    #: Per rank (1..MAX_RANK): samples with a verdict there, and how many were relevant.
-    rank_totals: list[int] = field(default_factory=lambda: [0] * MAX_RANK)
-    rank_relevant: list[float] = field(default_factory=lambda: [0.0] * MAX_RANK)
-    #: The verdicts of MAP_SAMPLES scored samples spread evenly over the run (verdict map).
-    verdict_map: Evenly[tuple[str, list[float]]] = field(
-        default_factory=lambda: Evenly(MAP_SAMPLES)
-    )
-    #: Rows for the HTML report: evenly spaced over the run, and unscored ones.
-    report_rows: Evenly[dict[str, Any]] = field(default_factory=lambda: Evenly(REPORT_ROWS))
-    report_unscored: Evenly[dict[str, Any]] = field(
-        default_factory=lambda: Evenly(REPORT_UNSCORED)
-    )
-    started: float = field(default_factory=time.perf_counter)
-    duration_s: float = 0.0
-
-    @property
-    def n_scored(self) -> int:
-        """Samples that got a score."""
-        return len(self.scores)
-
-    @property
-    def n_unscored(self) -> int:
-        """Samples without a score (their reasons are in ``reasons``)."""
-        return self.n_samples - self.n_scored
-
-    @property
-    def mean(self) -> float | None:
-        """Exactly rounded mean of the scores, or ``None`` when nothing was scored."""
-        return math.fsum(self.scores) / len(self.scores) if self.scores else None
-
-    def add_reason(self, reason: str) -> None:
-        """Count an unscored sample's reason (distinct reasons are capped)."""
-        if reason in self.reasons or len(self.reasons) < _MAX_REASONS:
-            self.reasons[reason] += 1
-        else:
-            self.reasons["(other reasons)"] += 1
-
-    def record(self, result: SampleResult, row: dict[str, Any]) -> None:
-        """Count one sample's outcome (``row`` is its ``samples.jsonl`` row)."""
-        if result.score is None:
-            # the row keeps a server's whole message, the console its first meaningful line
-            self.add_reason(headline(result.error) if result.error else "unscored")
-            self.report_unscored.add(row, at=self.n_samples)
-        else:
-            self.scores.append(result.score)
-            verdicts = result.details.get("relevance") or result.verdicts or []
-            for rank, verdict in enumerate(verdicts[:MAX_RANK]):
-                self.rank_totals[rank] += 1
-                self.rank_relevant[rank] += verdict
-            self.verdict_map.add((result.id, list(verdicts[:MAX_RANK])))
-            success = result.details.get("success")
-            if success is not None:
-                self.successes = (self.successes or 0) + bool(success)
-        self.report_rows.add(row)
-        self.n_samples += 1
-
-    def summary(self) -> dict[str, Any]:
-        """The core of ``summary.json``."""
-        rate = self.n_samples / self.duration_s if self.duration_s > 0 else None
-        extra: dict[str, Any] = {}
-        if self.successes is not None:
-            extra["success_rate"] = self.successes / self.n_scored if self.n_scored else None
-        if self.n_retrieval:
-            extra.update(retrieval_summary(self.retrieval, self.n_retrieval, self.retrieval_ks,
-                                           self.retrieval_depth, self.beyond_depth))
-        return {
-            "metric": self.metric,
-            "mean": self.mean,
-            "n_samples": self.n_samples,
-            "n_scored": self.n_scored,
-            "n_unscored": self.n_unscored,
-            "unscored_reasons": dict(self.reasons.most_common()),
-            "duration_s": round(self.duration_s, 6),
-            "samples_per_s": None if rate is None else significant(rate),
-            **extra,
-        }
-
-
-def significant(value: float, digits: int = 3) -> float:
-    """``value`` rounded to ``digits`` significant figures (whole numbers keep every digit):
-    12345.6 → 12346, 2.345 → 2.35, 0.012345 → 0.0123."""
-    if value == 0 or not math.isfinite(value):
-        return value
-    return round(value, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
+__all__ = ["MAP_SAMPLES", "MAX_RANK", "REPORT_ROWS", "REPORT_UNSCORED", "Scores", "Tally",
+           "evaluate", "explained", "retrieval_metrics", "significant"]
 
 
 def evaluate(
@@ -145,6 +42,7 @@ def evaluate(
     min_grade: float = 1,
     row_text_chars: int | None = 300,
     beyond_depth: bool | Sequence[str] = False,
+    variants: Sequence[str] = (),
 ) -> Tally:
     """Score every batch with ``metric``, writing one JSON row per sample to ``sink``.
 
@@ -161,12 +59,16 @@ def evaluate(
             row (longer ones end in ``…``); 0: none (chunk ids only); ``None``: all.
         beyond_depth: Which names of cut-offs above the longest retrieved list stay in the
             summary (``True``: all; by default none; ``retrieval_cutoffs`` says which).
+        variants: The names of the variants ``metric`` scores at once (a ``Panel``'s, whose
+            results hold each one's under ``details["variants"]``), each counted on its
+            own (``Tally.variants``); empty: one variant.
 
     Returns:
         The tally: counts, scores and unscored reasons.
     """
     keep = beyond_depth if isinstance(beyond_depth, bool) else tuple(beyond_depth)
-    tally = Tally(metric.name, retrieval_ks=tuple(retrieval_ks), beyond_depth=keep)
+    tally = Tally(metric.name, retrieval_ks=tuple(retrieval_ks), beyond_depth=keep,
+                  variants={n: Scores(n) for n in variants})
 
     def consume(sample: RagSample, result: SampleResult) -> str:
         if retrieval_ks and sample.reference_context_ids is not None and (

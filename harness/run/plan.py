@@ -12,6 +12,7 @@ from harness.core.objectives import parse as parse_objective
 from harness.core.protocols import Parts
 from harness.core.settings import RunSettings
 from harness.core.types import RagSample
+from harness.metrics.panel import Panel
 from harness.retrievers.boundary import guarded
 from harness.run.loop import Tally, evaluate
 from harness.run.timing import Timed
@@ -61,10 +62,12 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
     samples = parts.retriever.retrieve_batch(list(parts.dataset.samples(parts.settings.limit)))
     if not samples:
         raise DatasetError(parts.dataset.source, "contains no records")
-    for field in sorted(parts.metric.requires):
+    metric = parts.metric
+    for field in sorted(metric.requires):
         if all(getattr(s, field) is None for s in samples):
+            who = metric.needing(field)[0] if isinstance(metric, Panel) else metric.name
             raise ConfigError(
-                f"metric {parts.metric.name} needs the field '{field}', which no record of "
+                f"metric {who} needs the field '{field}', which no record of "
                 f"{parts.dataset.source} has; map your column with "
                 f"dataset.fields.{field}=COLUMN or choose another metric"
             )
@@ -100,4 +103,10 @@ def score(
     return evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade,
                     row_text_chars=parts.settings.row_text_chars,
                     beyond_depth=parts.settings.retrieval_beyond_depth or
-                    [o.name for o in parse_objective(parts.settings.objective)])
+                    [o.name for o in parse_objective(parts.settings.objective)],
+                    variants=variant_names(parts.metric))
+
+
+def variant_names(metric: object) -> tuple[str, ...]:
+    """The variants a run scores at once (``metric=[a,b]``: a ``Panel``); ``()``: one."""
+    return metric.names if isinstance(metric, Panel) and len(metric.names) > 1 else ()

@@ -28,6 +28,7 @@ from harness.core.protocols import Parts, Task
 from harness.core.settings import Job
 from harness.core.types import RagSample
 from harness.datasets.files import jsonl_file
+from harness.metrics.panel import Panel
 from harness.metrics.retrieval import dropped_names
 from harness.run.loop import Tally
 from harness.run.outputs import OutputError
@@ -63,6 +64,12 @@ class ShardedEvaluate(Evaluate):
     def plan(self, parts: Parts, job: Job) -> tuple[Iterable[list[RagSample]], int]:
         """Refuse, before any work, a run that cannot be sharded; nothing to read here."""
         shards = parts.settings.shards
+        if isinstance(parts.metric, Panel) and len(parts.metric.names) > 1:
+            raise ConfigError(
+                f"run.shards={shards}: metric={parts.metric.choice} scores several variants "
+                "in one process (its workers build one); run them unsharded, or shard one "
+                "variant per run"
+            )
         if parts.metric.prevalidate:
             raise ConfigError(
                 f"run.shards={shards}: metric {parts.metric.name} asks a judge, whose calls "

@@ -80,7 +80,7 @@ class ShardWorker:
 
         from harness.config.build import instantiate, settings
         from harness.retrievers.custom import conforming
-        from harness.run import loop as evaluation
+        from harness.run import tally as evaluation
         from harness.run.plan import plan, score, timed_retriever
         from harness.tasks.evaluate import Evaluate
         from harness.tracking.null import NullTracker

@@ -13,6 +13,7 @@ from harness.core.redact import register_tree
 from harness.core.settings import Job, JobValue
 from harness.core.summary import RunSummary
 from harness.core.types import RagSample
+from harness.metrics.panel import Panel
 from harness.metrics.retrieval import dropped_names
 from harness.report.console import print_summary
 from harness.report.writers import EVALUATE
@@ -116,6 +117,7 @@ def summarise(parts: Parts, job: Job, tally: Tally, timed: Timed) -> RunSummary:
     described after scoring: the server said which model answered)."""
     described = _described(parts)
     judge, prompt = described.pop("judge", None), described.pop("prompt", None)
+    members = described.pop("variants", None) if tally.variants else None
     used = {g: job.config[g] for g in (*PARAM_GROUPS, "judge") if g in job.config}
     if judge is None:
         used.pop("judge", None)
@@ -132,7 +134,25 @@ def summarise(parts: Parts, job: Job, tally: Tally, timed: Timed) -> RunSummary:
     if success is not _NONE:
         summary.success_rate = {"value": success}
     summary.timing = timed.timing(summary.retriever, tally.duration_s, judge is not None)
+    if tally.variants:
+        summary.variants = variant_section(tally, members, parts.metric)
     return summary
+
+
+def variant_section(tally: Tally, described: Any, metric: Any) -> dict[str, Any]:
+    """``summary.json``'s ``variants``: each listed variant's numbers, its judge and prompt
+    (judged ones) and its own judge counters."""
+    stats = metric.member_stats() if isinstance(metric, Panel) else {}
+    section: dict[str, Any] = {}
+    for name, scores in tally.variants.items():
+        entry = scores.variant_summary()
+        own = (described or {}).get(name)
+        if isinstance(own, dict):
+            entry.update({k: own[k] for k in ("judge", "prompt") if own.get(k) is not None})
+        if stats.get(name):
+            entry["judge_stats"] = stats[name]
+        section[name] = entry
+    return section
 
 
 _NONE: Any = object()

@@ -1,0 +1,173 @@
+"""A run's counts: each variant's ``Scores`` and the run's ``Tally`` (``harness.run.loop``
+fills them; the summary, the gates, the report and the shards' merge read them)."""
+
+from __future__ import annotations
+
+import math
+import time
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.core.errors import headline
+from harness.core.types import SampleResult
+from harness.metrics.retrieval import retrieval_summary
+from harness.run.sampling import Evenly
+
+_MAX_REASONS = 20
+MAX_RANK = 20
+MAP_SAMPLES = 60
+#: Rows kept for the HTML report's per-sample view: every one of a run of up to this many
+#: samples (the report draws a page at a time), evenly spaced beyond; and unscored ones.
+REPORT_ROWS = 10_000
+REPORT_UNSCORED = 200
+
+
+@dataclass
+class Scores:
+    """One variant's counts: its scores, unscored reasons, successes and per-rank relevance
+    (``mean`` is over scored samples only)."""
+
+    metric: str
+    n_samples: int = 0
+    scores: array[float] = field(default_factory=lambda: array("d"))
+    reasons: Counter[str] = field(default_factory=Counter)
+    successes: int | None = None
+    #: Per rank (1..MAX_RANK): samples with a verdict there, and how many were relevant.
+    rank_totals: list[int] = field(default_factory=lambda: [0] * MAX_RANK)
+    rank_relevant: list[float] = field(default_factory=lambda: [0.0] * MAX_RANK)
+
+    @property
+    def n_scored(self) -> int:
+        """Samples that got a score."""
+        return len(self.scores)
+
+    @property
+    def n_unscored(self) -> int:
+        """Samples without a score (their reasons are in ``reasons``)."""
+        return self.n_samples - self.n_scored
+
+    @property
+    def mean(self) -> float | None:
+        """Exactly rounded mean of the scores, or ``None`` when nothing was scored."""
+        return math.fsum(self.scores) / len(self.scores) if self.scores else None
+
+    @property
+    def success_rate(self) -> float | None:
+        """Successes over scored samples (``None``: not counted, or nothing scored)."""
+        if self.successes is None or not self.n_scored:
+            return None
+        return self.successes / self.n_scored
+
+    def add_reason(self, reason: str) -> None:
+        """Count an unscored sample's reason (distinct reasons are capped)."""
+        if reason in self.reasons or len(self.reasons) < _MAX_REASONS:
+            self.reasons[reason] += 1
+        else:
+            self.reasons["(other reasons)"] += 1
+
+    def count(self, score: float | None, error: str | None, details: dict[str, Any],
+              verdicts: Sequence[float] | None) -> Sequence[float]:
+        """Count one sample's outcome; returns the verdicts counted per rank."""
+        self.n_samples += 1
+        if score is None:
+            # the row keeps a server's whole message, the console its first meaningful line
+            self.add_reason(headline(error) if error else "unscored")
+            return []
+        self.scores.append(score)
+        ranked = details.get("relevance") or verdicts or []
+        for rank, verdict in enumerate(ranked[:MAX_RANK]):
+            self.rank_totals[rank] += 1
+            self.rank_relevant[rank] += verdict
+        success = details.get("success")
+        if success is not None:
+            self.successes = (self.successes or 0) + bool(success)
+        return ranked
+
+    def by_rank(self) -> list[float]:
+        """Precision at each rank that some scored sample reached (relevant / verdicts)."""
+        return [r / n for r, n in zip(self.rank_relevant, self.rank_totals, strict=True) if n]
+
+    def variant_summary(self) -> dict[str, Any]:
+        """One variant's part of ``summary.json``'s ``variants``."""
+        out: dict[str, Any] = {"mean": self.mean, "n_scored": self.n_scored,
+                               "n_unscored": self.n_unscored,
+                               "unscored_reasons": dict(self.reasons.most_common())}
+        if self.successes is not None:
+            out["success_rate"] = self.success_rate
+        out["precision_by_rank"] = self.by_rank()
+        return out
+
+
+@dataclass
+class Tally(Scores):
+    """Running counts of a run: the headline (first) variant's ``Scores``, each listed
+    variant's (``variants``, several in one run), the retrieval metrics and report rows."""
+
+    #: Several variants in one run: each one's counts, by name, in order (``{}``: one).
+    variants: dict[str, Scores] = field(default_factory=dict)
+    retrieval: dict[str, float] = field(default_factory=dict)
+    n_retrieval: int = 0
+    #: The longest retrieved list among them, the cut-offs asked for, and which of the
+    #: names above that depth are still logged (``True``: all).
+    retrieval_depth: int = 0
+    retrieval_ks: tuple[int, ...] = ()
+    beyond_depth: bool | tuple[str, ...] = False
+    #: The verdicts of MAP_SAMPLES scored samples spread evenly over the run (verdict map).
+    verdict_map: Evenly[tuple[str, list[float]]] = field(
+        default_factory=lambda: Evenly(MAP_SAMPLES)
+    )
+    #: Rows for the HTML report: evenly spaced over the run, and unscored ones.
+    report_rows: Evenly[dict[str, Any]] = field(default_factory=lambda: Evenly(REPORT_ROWS))
+    report_unscored: Evenly[dict[str, Any]] = field(
+        default_factory=lambda: Evenly(REPORT_UNSCORED)
+    )
+    started: float = field(default_factory=time.perf_counter)
+    duration_s: float = 0.0
+
+    def record(self, result: SampleResult, row: dict[str, Any]) -> None:
+        """Count one sample's outcome (``row`` is its ``samples.jsonl`` row)."""
+        at = self.n_samples
+        ranked = self.count(result.score, result.error, result.details, result.verdicts)
+        if result.score is None:
+            self.report_unscored.add(row, at=at)
+        else:
+            self.verdict_map.add((result.id, list(ranked[:MAX_RANK])))
+        self.report_rows.add(row)
+        entries = result.details.get("variants") if self.variants else None
+        if isinstance(entries, dict):
+            for name, scores in self.variants.items():
+                entry = entries.get(name) or {}
+                scores.count(entry.get("score"), entry.get("error"), entry,
+                              entry.get("verdicts"))
+
+    def summary(self) -> dict[str, Any]:
+        """The core of ``summary.json``."""
+        rate = self.n_samples / self.duration_s if self.duration_s > 0 else None
+        extra: dict[str, Any] = {}
+        if self.successes is not None:
+            extra["success_rate"] = self.success_rate
+        if self.n_retrieval:
+            extra.update(retrieval_summary(self.retrieval, self.n_retrieval, self.retrieval_ks,
+                                           self.retrieval_depth, self.beyond_depth))
+        return {
+            "metric": self.metric,
+            "mean": self.mean,
+            "n_samples": self.n_samples,
+            "n_scored": self.n_scored,
+            "n_unscored": self.n_unscored,
+            "unscored_reasons": dict(self.reasons.most_common()),
+            "duration_s": round(self.duration_s, 6),
+            "samples_per_s": None if rate is None else significant(rate),
+            **extra,
+        }
+
+
+def significant(value: float, digits: int = 3) -> float:
+    """``value`` rounded to ``digits`` significant figures (whole numbers keep every digit):
+    12345.6 → 12346, 2.345 → 2.35, 0.012345 → 0.0123."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
