@@ -39,7 +39,7 @@ class EvaluationResult:
 
 def evaluate(
     samples: Sequence[Any],
-    metric: str = "id_based",
+    metric: str | Sequence[str] = "id_based",
     *,
     overrides: Sequence[str] = (),
     fields: Mapping[str, str] | None = None,
@@ -55,7 +55,11 @@ def evaluate(
             ``LLMTestCase`` names (``input``, ``actual_output``, ``expected_output``,
             ``retrieval_context``).
         metric: The option name: ``id_based``, ``id_ranked``, ``non_llm``,
-            ``llm_with_reference``, ``llm_without_reference``, ``contextual_precision``.
+            ``llm_with_reference``, ``llm_without_reference``, ``contextual_precision``;
+            or a list of them (``["id_ranked", "non_llm"]``, or ``"[id_ranked,non_llm]"``):
+            every one scored on the same samples, the first the headline (``mean``,
+            ``scores``), each one's numbers in ``summary["variants"]`` and each row's
+            ``variants``.
         overrides: Any other setting in CLI syntax, e.g. ``["metric.threshold=0.7",
             "judge=local", "judge.base_url=http://localhost:8000/v1", "judge.model=M"]``.
         fields: Harness field -> key in your records, where they differ.
@@ -73,14 +77,33 @@ def evaluate(
 
     from harness.config.build import build, instantiate
     from harness.config.compose import composed, custom_settings, job_config
+    from harness.config.variants import (
+        compose_variants,
+        metric_options,
+        variant_config,
+        variant_members,
+    )
     from harness.core.errors import ConfigError
     from harness.core.settings import Job
     from harness.datasets.memory import RecordsDataset
 
+    if not isinstance(metric, str):
+        metric = "[" + ",".join(str(m) for m in metric) + "]"
     tracking = "tracking=mlflow" if mlflow else "tracking=none"
-    cfg = composed((f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
-                    "run.report=false", *custom_settings(list(overrides))))
+    args = [f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
+            "run.report=false", *custom_settings(list(overrides))]
+    variants = compose_variants(args, composed, metric_options())
+    cfg = variants.configs[0] if variants is not None else composed(args)
     parts = build(cfg, dataset=RecordsDataset(samples, fields))
+    config = job_config(cfg)
+    if variants is not None:
+        metric = variants.choice
+        config = variant_config(variants, config)
+        try:
+            parts.metric = variant_members(variants, parts)
+        except BaseException:
+            parts.close()
+            raise
     if parts.settings.shards > 1:
         parts.close()
         raise ConfigError("run.shards: the Python API scores samples in this process; shard a "
@@ -91,7 +114,7 @@ def evaluate(
     with tempfile.TemporaryDirectory(prefix="harness-") as tmp:
         out_dir = Path(output_dir) if output_dir is not None else Path(tmp)
         out_dir.mkdir(parents=True, exist_ok=True)
-        job = Job(job_config(cfg), out_dir, choices, f"api metric={metric}",
+        job = Job(config, out_dir, choices, f"api metric={metric}",
                   build=lambda group: instantiate(cfg, group))
         try:
             summary = parts.task.run(parts, job)[0].as_json()
@@ -102,7 +125,7 @@ def evaluate(
 
 
 async def aevaluate(
-    samples: Sequence[Any], metric: str = "id_based", **kwargs: Any
+    samples: Sequence[Any], metric: str | Sequence[str] = "id_based", **kwargs: Any
 ) -> EvaluationResult:
     """``evaluate`` for async code: runs in a worker thread, never blocking the loop."""
     return await asyncio.to_thread(evaluate, samples, metric, **kwargs)

@@ -103,6 +103,20 @@ def _config_folders(args: list[str]) -> list[str]:
     return args
 
 
+def _metric_variants(args: list[str]) -> list[str]:
+    """``metric=[a,b]`` names known options once each, and ``metric.KEY`` a key one of them
+    has (``harness.config.variants``): one line and exit 2, not Hydra's dozen."""
+    from harness.config.variants import check_command_line
+    from harness.core.errors import ConfigError
+
+    try:
+        check_command_line(args)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    return args
+
+
 def _hide_secrets(args: list[str]) -> list[str]:
     """Credentials in override values move to the environment (``harness.core.secrets``)."""
     from harness.core.secrets import hide
@@ -159,7 +173,7 @@ def _resolvers(args: list[str]) -> list[str]:
 #: What the command does before Hydra sees the command line, in order.
 BEFORE_HYDRA: tuple[Callable[[list[str]], list[str]], ...] = (
     _signals, _hide_secrets, _custom_settings, _untrusted_hydra_targets, _config_folders,
-    _ray_cluster, _prewarm_tracker, _sweep_note, _resolvers,
+    _metric_variants, _ray_cluster, _prewarm_tracker, _sweep_note, _resolvers,
 )
 
 

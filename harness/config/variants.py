@@ -160,7 +160,7 @@ def _file_keys(names: set[str]) -> set[str]:
     keys: set[str] = set()
     for name in names:
         node = OmegaConf.load(Path(CONFIG_DIR) / "metric" / f"{name}.yaml")
-        keys.update(str(k) for k in node if k != "defaults")
+        keys.update(str(k) for k in node if k not in ("defaults", "_target_"))
     return keys
 
 
@@ -256,6 +256,7 @@ def variant_members(variants: Variants, parts: Parts) -> Metric:
     the first variant's config, leads); the others built from their own configs."""
     from harness.config.build import check_missing, instantiate, uses
     from harness.metrics.panel import Panel
+    from harness.retrievers.boundary import guarded
 
     members: list[Metric] = [parts.metric]
     try:
@@ -268,7 +269,7 @@ def variant_members(variants: Variants, parts: Parts) -> Metric:
         for member in members:
             member.close()
         raise
-    return Panel(members, names=variants.names)
+    return Panel(members, names=variants.names, guard=guarded)
 
 
 def variant_config(variants: Variants, config: dict[str, Any]) -> dict[str, Any]:
