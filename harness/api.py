@@ -94,7 +94,8 @@ def evaluate(
             "run.report=false", *custom_settings(list(overrides))]
     variants = compose_variants(args, composed, metric_options())
     cfg = variants.configs[0] if variants is not None else composed(args)
-    parts = build(cfg, dataset=RecordsDataset(samples, fields))
+    parts = build(cfg, dataset=RecordsDataset(samples, fields),
+                  variants=variants.names if variants is not None else ())
     config = job_config(cfg)
     if variants is not None:
         metric = variants.choice

@@ -59,7 +59,7 @@ def run(cfg: DictConfig) -> JobValue:
         variants = compose_variants(list(hc.overrides.task), _hydra_compose(hc.job.config_name))
         if variants is not None:  # metric=[a,b]: each variant composed on its own
             cfg = variants.configs[0]
-        parts = build(cfg)
+        parts = build(cfg, variants=variants.names if variants is not None else ())
         if variants is not None:
             try:
                 parts.metric = variant_members(variants, parts)

@@ -7,6 +7,7 @@ plain Python values.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -134,21 +135,24 @@ def uses(cfg: DictConfig, group: str) -> bool:
     return group in cfg and "metric" in cfg and group in cfg.metric
 
 
-def build(cfg: DictConfig, dataset: Dataset | None = None) -> Parts:
+def build(cfg: DictConfig, dataset: Dataset | None = None,
+          variants: Sequence[str] = ()) -> Parts:
     """Instantiate each group; check everything that can fail before any work.
 
     Args:
         cfg: The composed config.
         dataset: Use this dataset instead of the ``dataset`` group (the Python API).
+        variants: The variants of a run of several (``metric=[a,b]``): ``run.objective``
+            and ``run.fail_under`` may name ``<variant>/mean`` and the like of these.
     """
     run_settings = settings(cfg)
     for group in ("judge", "prompt"):
         if uses(cfg, group):
             check_missing(cfg, group)
-    check_objective(run_settings)
+    check_objective(run_settings, variants)
     from harness.run.gates import check_fail_under
 
-    check_fail_under(run_settings)
+    check_fail_under(run_settings, variants)
     task = instantiate(cfg, "task") if "task" in cfg else _default_task()
     if dataset is None:
         dataset = instantiate(cfg, "dataset")
@@ -166,16 +170,18 @@ def _default_task() -> Any:
     return Evaluate()
 
 
-def check_objective(run: RunSettings) -> None:
+def check_objective(run: RunSettings, variants: Sequence[str] = ()) -> None:
     """Each name in ``run.objective`` must be a metric a run logs (its value may still be
     missing, e.g. a mean when nothing was scored: the job then returns NaN, a failed
-    trial): the run's metrics, the retrieval metrics at ``run.retrieval_ks``, the timing
-    metrics, ``judge/<counter>`` or ``retriever/<name>``."""
+    trial): the run's metrics, each listed variant's (``<variant>/mean``), the retrieval
+    metrics at ``run.retrieval_ks``, the timing metrics, ``judge/<counter>`` or
+    ``retriever/<name>``."""
     from harness.core.objectives import parse
-    from harness.core.summary import TIMING_METRICS
+    from harness.core.summary import TIMING_METRICS, VARIANT_METRICS
     from harness.metrics.retrieval import logged_names
 
     names = set(RUN_METRICS) | set(TIMING_METRICS) | set(logged_names(run.retrieval_ks))
+    names |= {f"{v}/{k}" for v in variants for k in VARIANT_METRICS}
     for objective in parse(run.objective):
         name = objective.name
         if name not in names and not name.startswith(("judge/", "retriever/")):

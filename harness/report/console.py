@@ -156,8 +156,9 @@ def job_line(num: int | None, name: str, summary: RunSummary, out_dir: Path,
     mean = summary.mean
     shown = "n/a" if mean is None else f"{mean:.4f}"
     run = f", mlflow run {tracked.run_id}" if tracked is not None else ""
+    each = "".join(f", {n} {_fmt(v.get('mean'))}" for n, v in (summary.variants or {}).items())
     return (f"job {num} {name}: mean {shown}, {summary.n_scored} / "
-            f"{summary.n_samples} scored, outputs in {out_dir}{run}")
+            f"{summary.n_samples} scored{each}, outputs in {out_dir}{run}")
 
 
 def per_second(rate: float) -> str:
@@ -190,6 +191,7 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
         rows.append(("unscored", f"{count} × {reason}"))
     if summary.success is not None:
         rows.append(("success rate", f"{summary.success:.1%}"))
+    rows += variant_rows(summary.variants)
     retrieval = summary.retrieval
     if retrieval:
         rows.append((
@@ -232,6 +234,17 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
         rows += ui_lines(tracked.tracking_uri, tracked.experiment_id, tracked.run_id)
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def variant_rows(variants: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """One row per variant of a run of several: its name, mean and scored/unscored."""
+    rows = []
+    for name, v in (variants or {}).items():
+        mean = v.get("mean")
+        shown = "n/a" if mean is None else f"{mean:.4f}"
+        rows.append(("variant", f"{name}: mean {shown}, {v.get('n_scored')} scored, "
+                                f"{v.get('n_unscored')} unscored"))
+    return rows
 
 
 def judge_line(judge: dict[str, Any]) -> str:

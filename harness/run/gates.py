@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.core.errors import ConfigError, closest
 from harness.core.protocols import Parts
 from harness.core.settings import Job, RunSettings
-from harness.core.summary import TIMING_METRICS
+from harness.core.summary import TIMING_METRICS, VARIANT_METRICS
 from harness.metrics.retrieval import logged_names
 from harness.run.loop import Tally
 
@@ -30,9 +30,11 @@ RUN_NUMBERS = ("mean", "success_rate", "n_samples", "n_scored", "n_unscored", "d
 OPEN_PREFIXES = ("judge/", "retriever/")
 
 
-def gate_names(run: RunSettings) -> list[str]:
-    """Every metric name a gate may name in a run with these settings."""
-    return [*RUN_NUMBERS, *logged_names(run.retrieval_ks), *TIMING_METRICS]
+def gate_names(run: RunSettings, variants: Sequence[str] = ()) -> list[str]:
+    """Every metric name a gate may name in a run with these settings (``variants``: those
+    of a run of several, whose ``<variant>/mean`` and the like it logs)."""
+    return [*RUN_NUMBERS, *(f"{v}/{k}" for v in variants for k in VARIANT_METRICS),
+            *logged_names(run.retrieval_ks), *TIMING_METRICS]
 
 
 def floors(threshold: FailUnder) -> dict[str, float]:
@@ -44,7 +46,7 @@ def floors(threshold: FailUnder) -> dict[str, float]:
     return {"mean": threshold}
 
 
-def check_fail_under(run: RunSettings) -> None:
+def check_fail_under(run: RunSettings, variants: Sequence[str] = ()) -> None:
     """A ``ConfigError`` before any work for a mapping that names a metric no run logs
     (with a did-you-mean), holds a value that is not a finite number, or is empty."""
     threshold = run.fail_under
@@ -53,7 +55,7 @@ def check_fail_under(run: RunSettings) -> None:
     if not threshold:
         raise ConfigError("run.fail_under: an empty mapping gates nothing; name a metric, "
                           "e.g. 'run.fail_under={ndcg_at_10: 0.6}', or set null")
-    names = gate_names(run)
+    names = gate_names(run, variants)
     for name, floor in threshold.items():
         metric = str(name).removeprefix("-")
         if metric not in names and not metric.startswith(OPEN_PREFIXES):
