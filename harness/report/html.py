@@ -62,6 +62,7 @@ def run_html(
         subtitle=(f"harness {summary.harness_version or '?'} · {summary.output_dir}"
                   f" · report written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"),
         facts=facts(summary),
+        variants=variant_sections(summary),
         plots=shown,
         no_plots=NO_PLOTS.format(dir=summary.output_dir or "RUN_DIR"),
         rows_note=note,
@@ -150,6 +151,35 @@ def facts(summary: RunSummary) -> list[tuple[str, str]]:
     return out
 
 
+def variant_sections(summary: RunSummary) -> list[dict[str, Any]]:
+    """A section per variant of a run of several: its mean, scored and unscored counts, its
+    commonest unscored reasons, and its precision at each rank."""
+    out = []
+    for name, v in (summary.variants or {}).items():
+        mean = v.get("mean")
+        rows = [("mean", "n/a (nothing scored)" if mean is None else _number(mean)),
+                ("scored", f"{v.get('n_scored', 0):,} of {summary.n_samples:,}"),
+                ("unscored", f"{v.get('n_unscored', 0):,}")]
+        reasons = list((v.get("unscored_reasons") or {}).items())[:5]
+        rows += [("unscored reason", f"{count:,} × {reason}") for reason, count in reasons]
+        if v.get("success_rate") is not None:
+            rows.append(("success rate", f"{v['success_rate']:.1%}"))
+        if isinstance(v.get("prompt"), dict):
+            rows.append(("prompt", str(v["prompt"].get("version"))))
+        by_rank = [(i + 1, _number(p, 3)) for i, p in enumerate(v.get("precision_by_rank") or [])]
+        out.append({"name": name, "facts": rows, "by_rank": by_rank})
+    return out
+
+
+def _variant_scores(row: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each variant's score in a row of a run of several (``unscored`` where it has none)."""
+    variants = row.get("variants")
+    if not isinstance(variants, dict):
+        return []
+    return [(str(name), "unscored" if not isinstance(v, dict) or v.get("score") is None
+             else _number(v["score"])) for name, v in variants.items()]
+
+
 def _verdict(value: Any) -> int | None:
     if isinstance(value, bool):
         return int(value)
@@ -206,6 +236,7 @@ def sample_view(position: int, row: dict[str, Any]) -> dict[str, Any]:
         "relevant": verdicts.count("relevant") if scored else None,
         "irrelevant": "not relevant" in verdicts,
         "extra": extra,
+        "variants": _variant_scores(row),
         "chunks": chunks,
         "missed": missed_of(row),
     }

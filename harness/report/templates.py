@@ -50,6 +50,9 @@ ol.chunks { margin: 0; padding-left: 0; list-style: none; }
 .chunk.v-miss { border-left: 6px solid var(--ink); background: #fff; }
 .v-miss .badge { background: var(--ink); }
 .pager button, #worst { font: inherit; padding: .2rem .6rem; }
+h3 { font-size: 1rem; margin: 1.2rem 0 .2rem; }
+.sample .variant { font-variant-numeric: tabular-nums; border: 1px solid #d6d6d6;
+  border-radius: 3px; padding: 0 .35rem; font-size: .9em; }
 """
 
 SCRIPT = """
@@ -69,6 +72,7 @@ SCRIPT = """
       matching = [], page = 0;
   rows.forEach(function (r) {  // what the page's data leaves out is empty
     r.chunks = r.chunks || []; r.missed = r.missed || []; r.extra = r.extra || [];
+    r.variants = r.variants || [];
     r.value = r.value === undefined ? null : r.value;
     r.relevant = r.relevant === undefined ? null : r.relevant;
     r.chunks.forEach(function (c) { c.extra = c.extra || []; });
@@ -96,6 +100,9 @@ SCRIPT = """
     h.appendChild(el('span', 'sid', r.id));
     h.appendChild(el('span', 'score', r.status === 'scored' ? 'score ' + r.score : 'unscored'));
     r.extra.forEach(function (kv) { h.appendChild(el('span', 'muted', kv[0] + ' ' + kv[1])); });
+    r.variants.forEach(function (kv) {
+      h.appendChild(el('span', 'variant', kv[0] + ' ' + kv[1]));
+    });
     var line = el('span', 'muted', 'line ' + r.position); line.title = 'line of samples.jsonl';
     h.appendChild(line); s.appendChild(h);
     if (r.question != null) { s.appendChild(el('p', 'question', r.question)); }
@@ -195,6 +202,18 @@ RUN = _HEAD + """<h2 id="summary">Summary</h2>
 <table class="summary">
 {% for key, value in facts %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>
 {% endfor %}</table>
+{% if variants %}<h2 id="variants">Variants</h2>
+<p class="muted">Every variant scored the same retrieved chunks; the summary above is the
+first one's.</p>
+{% for v in variants %}<h3 id="variant-{{ v.name }}">{{ v.name }}</h3>
+<table class="variant">
+{% for key, value in v.facts %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>
+{% endfor %}</table>
+{% if v.by_rank %}<table class="by-rank"><tr><th>rank</th>
+{% for rank, _ in v.by_rank %}<td class="num">{{ rank }}</td>{% endfor %}</tr>
+<tr><th>precision</th>{% for _, p in v.by_rank %}<td class="num">{{ p }}</td>{% endfor %}</tr>
+</table>{% endif %}
+{% endfor %}{% endif %}
 <h2 id="plots">Plots</h2>
 {% if plots %}<div class="plots">
 {% for name, alt, uri in plots %}<figure><img src="{{ uri }}" alt="{{ alt }}" title="{{ name }}">
