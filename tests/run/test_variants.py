@@ -238,3 +238,19 @@ def test_the_console_has_a_line_per_variant(tmp_path: Path) -> None:
     html = (result.out_dir / "report.html").read_text()
     assert html.count('<h3 id="variant-') == 2
     assert '"variants":[["non_llm",' in html
+
+
+def test_the_guide_command_runs_as_written(tmp_path: Path) -> None:
+    """The command of docs/guide/metrics.md's "Several variants in one run", word for word."""
+    import shlex
+
+    text = (ROOT / "docs" / "guide" / "metrics.md").read_text("utf-8")
+    section = text.split("## Several variants in one run", 1)[1].split("\n## ", 1)[0]
+    command = section.split("```bash\n", 1)[1].split("```", 1)[0].strip()
+    words = shlex.split(command)
+    assert words[:3] == ["python", "-m", "harness"], words
+    result = run_cli(*words[3:], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = result.summary()
+    assert list(summary["variants"]) == ["id_ranked", "non_llm", "llm_with_reference"]
+    assert all(v["n_scored"] == summary["n_samples"] for v in summary["variants"].values())
