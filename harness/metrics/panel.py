@@ -85,13 +85,14 @@ class Panel:
         members that just return both count)."""
         n = len(samples)
         got: list[dict[int, SampleResult]] = [{} for _ in self.members]
-        sent: set[int] = set()
+        merged: dict[int, SampleResult] = {}  # the one object a sample's result is
 
         def ready(index: int) -> None:
-            if on_done is None or index in sent or any(index not in g for g in got):
+            if index in merged or any(index not in g for g in got):
                 return
-            sent.add(index)
-            on_done(index, self._merged([g[index] for g in got]))
+            merged[index] = self._merged([g[index] for g in got])
+            if on_done is not None:
+                on_done(index, merged[index])
 
         for m, member in enumerate(self.members):
             def mine(index: int, result: SampleResult, m: int = m) -> None:
@@ -110,7 +111,7 @@ class Panel:
                 if index not in got[m]:
                     got[m][index] = result
                     ready(index)
-        return [self._merged([g[i] for g in got]) for i in range(n)]
+        return [merged[i] for i in range(n)]
 
     def _merged(self, results: list[SampleResult]) -> SampleResult:
         head = results[0]

@@ -4,7 +4,7 @@ validated whole first for judged metrics), the progress bar, the scoring loop's 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness.core.errors import ConfigError, DatasetError
@@ -95,8 +95,10 @@ def score(
     batches: Iterable[list[RagSample]],
     sink: Any,
     progress: Callable[[int], None] | None = None,
+    variants: Sequence[str] | None = None,
 ) -> Tally:
-    """Score ``batches`` with the run's metric and retrieval metrics; rows go to ``sink``."""
+    """Score ``batches`` with the run's metric and retrieval metrics; rows go to ``sink``
+    (``variants``: the names of the variants it scores at once; default: a ``Panel``'s)."""
     min_grade = parts.settings.retrieval_min_grade
     if min_grade is None:
         min_grade = parts.dataset.min_grade
@@ -104,7 +106,7 @@ def score(
                     row_text_chars=parts.settings.row_text_chars,
                     beyond_depth=parts.settings.retrieval_beyond_depth or
                     [o.name for o in parse_objective(parts.settings.objective)],
-                    variants=variant_names(parts.metric))
+                    variants=variant_names(parts.metric) if variants is None else variants)
 
 
 def variant_names(metric: object) -> tuple[str, ...]:

@@ -30,9 +30,10 @@ from harness.core.types import RagSample
 from harness.datasets.files import jsonl_file
 from harness.metrics.panel import Panel
 from harness.metrics.retrieval import dropped_names
-from harness.run.loop import Tally
+from harness.run.loop import Scores, Tally
 from harness.run.outputs import OutputError
 from harness.run.outputs.folder import hint, reason
+from harness.run.plan import variant_names
 from harness.shards.merge import mapped_columns, merge, unique_ids
 from harness.shards.plan import plan
 from harness.shards.worker import ShardResult, ShardWorker
@@ -64,15 +65,12 @@ class ShardedEvaluate(Evaluate):
     def plan(self, parts: Parts, job: Job) -> tuple[Iterable[list[RagSample]], int]:
         """Refuse, before any work, a run that cannot be sharded; nothing to read here."""
         shards = parts.settings.shards
-        if isinstance(parts.metric, Panel) and len(parts.metric.names) > 1:
-            raise ConfigError(
-                f"run.shards={shards}: metric={parts.metric.choice} scores several variants "
-                "in one process (its workers build one); run them unsharded, or shard one "
-                "variant per run"
-            )
         if parts.metric.prevalidate:
+            judged = (next(n for n, m in zip(parts.metric.names, parts.metric.members,
+                                             strict=True) if m.prevalidate)
+                      if isinstance(parts.metric, Panel) else parts.metric.name)
             raise ConfigError(
-                f"run.shards={shards}: metric {parts.metric.name} asks a judge, whose calls "
+                f"run.shards={shards}: metric {judged} asks a judge, whose calls "
                 "one process already makes concurrently (judge.max_concurrency); shard "
                 "judge-free metrics (id_ranked, id_based, non_llm), or set run.shards=1"
             )
@@ -112,7 +110,8 @@ def score_shards(
     """Score the run in shards and merge them: the rows go to ``sink``, in sample order."""
     from harness.run.timing import Timed
 
-    into = Tally(parts.metric.name)
+    variants = variant_names(parts.metric)
+    into = Tally(parts.metric.name, variants={n: Scores(n) for n in variants})
     spans = plan(parts.dataset, parts.settings.shards, parts.settings.limit)
     folder = job.out_dir.resolve() / ".shards"
     try:
@@ -121,8 +120,8 @@ def score_shards(
         raise OutputError(f"cannot write {folder} ({reason(e)}){hint(e)}") from None
     # what a worker builds its parts from: no tracking settings (credentials stay here)
     config = {k: job.config[k] for k in WORKER_GROUPS if k in job.config}
-    workers = [ShardWorker(config, s, str(folder / f"rows-{s.index:04d}.jsonl"), os.getcwd())
-               for s in spans]
+    workers = [ShardWorker(config, s, str(folder / f"rows-{s.index:04d}.jsonl"), os.getcwd(),
+                           variants) for s in spans]
     try:
         pool = start(workers, parts.settings.shard_backend)
         try:

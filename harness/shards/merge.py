@@ -20,7 +20,7 @@ import numpy as np
 from harness.datasets.fields import MappedColumns
 from harness.datasets.reading import decode_line, load_json, read_lines
 from harness.datasets.records import RecordParser
-from harness.run.loop import Tally
+from harness.run.loop import Scores, Tally
 from harness.run.sampling import Evenly
 
 T = TypeVar("T")
@@ -42,22 +42,12 @@ def merge(tallies: Sequence[Tally], into: Tally, sums: Mapping[str, float]) -> T
     ``sums``: the retrieval sums of the whole run (``fold``)."""
     if tallies:
         into.retrieval_ks, into.beyond_depth = tallies[0].retrieval_ks, tallies[0].beyond_depth
-    n_samples = 0
     for tally in tallies:
-        into.scores.extend(tally.scores)
-        for reason, count in tally.reasons.items():  # in the order first seen
-            into.add_reason(reason)  # kept, or counted under the capped reasons' key,
-            key = reason if reason in into.reasons else list(into.reasons)[-1]  # added last
-            into.reasons[key] += count - 1
-        if tally.successes is not None:
-            into.successes = (into.successes or 0) + tally.successes
+        add_scores(into, tally)
+        for name, scores in into.variants.items():  # several variants: each one's own
+            add_scores(scores, tally.variants[name])
         into.n_retrieval += tally.n_retrieval
         into.retrieval_depth = max(into.retrieval_depth, tally.retrieval_depth)
-        for rank in range(len(into.rank_totals)):
-            into.rank_totals[rank] += tally.rank_totals[rank]
-            into.rank_relevant[rank] += tally.rank_relevant[rank]
-        n_samples += tally.n_samples
-    into.n_samples = n_samples
     names = next((list(t.retrieval) for t in tallies if t.retrieval), [])
     into.retrieval = {name: sums[name] for name in names}
     into.verdict_map = evenly([t.verdict_map for t in tallies])
@@ -66,6 +56,21 @@ def merge(tallies: Sequence[Tally], into: Tally, sums: Mapping[str, float]) -> T
     counts = [t.n_samples for t in tallies]
     into.report_unscored = evenly([t.report_unscored for t in tallies], counts)
     return into
+
+
+def add_scores(into: Scores, part: Scores) -> None:
+    """Add one shard's counts of a variant to ``into`` (the shards in sample order)."""
+    into.scores.extend(part.scores)
+    for reason, count in part.reasons.items():  # in the order first seen
+        into.add_reason(reason)  # kept, or counted under the capped reasons' key,
+        key = reason if reason in into.reasons else list(into.reasons)[-1]  # added last
+        into.reasons[key] += count - 1
+    if part.successes is not None:
+        into.successes = (into.successes or 0) + part.successes
+    for rank in range(len(into.rank_totals)):
+        into.rank_totals[rank] += part.rank_totals[rank]
+        into.rank_relevant[rank] += part.rank_relevant[rank]
+    into.n_samples += part.n_samples
 
 
 def evenly(parts: Sequence[Evenly[T]], sizes: Sequence[int] | None = None) -> Evenly[T]:

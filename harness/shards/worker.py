@@ -61,8 +61,12 @@ Outcome = tuple[str, Any]
 class ShardWorker:
     """One shard's evaluation, in a worker process or a Ray actor."""
 
-    def __init__(self, config: dict[str, Any], span: Span, rows: str, cwd: str) -> None:
+    def __init__(self, config: dict[str, Any], span: Span, rows: str, cwd: str,
+                 variants: Sequence[str] = ()) -> None:
         self.config, self.span, self.rows, self.cwd = config, span, rows, cwd
+        #: Several variants in one run: their names (``config["metric"]`` maps each to its
+        #: settings); empty: one.
+        self.variants = tuple(variants)
         self.values: dict[str, array[float]] = {}
         self.done = 0
 
@@ -92,7 +96,7 @@ class ShardWorker:
         run = dataclasses.replace(settings(cfg), limit=None, shards=1, progress=False)
         dataset = shard(instantiate(cfg, "dataset"), self.span)
         retriever = conforming(instantiate(cfg, "retriever"), str(cfg.retriever.get("_target_")))
-        metric = Harvest(instantiate(cfg, "metric"), run.retrieval_ks)
+        metric = Harvest(self._metric(cfg), run.retrieval_ks)
         parts = Parts(cast("Task", Evaluate()), dataset, retriever, metric, NullTracker(), run)
 
         def counted(n: int) -> None:
@@ -107,7 +111,7 @@ class ShardWorker:
             batches, _ = plan(parts)
             with open(self.rows, "w", encoding="utf-8") as sink:
                 timed.mark()
-                tally = score(parts, batches, sink, counted)
+                tally = score(parts, batches, sink, counted, self.variants)
             metric.collect()
         finally:
             evaluation._MAX_REASONS = cap
@@ -119,6 +123,29 @@ class ShardWorker:
             result.columns, result.id_hashes = dataset.columns, dataset.id_hashes
             result.id_lines = dataset.id_lines
         return result
+
+    def _metric(self, cfg: Any) -> Metric:
+        """The run's metric: one variant, or a ``Panel`` of the listed ones, each built
+        from its own settings."""
+        from omegaconf import OmegaConf
+
+        from harness.config.build import instantiate
+        from harness.metrics.panel import Panel
+        from harness.retrievers.boundary import guarded
+
+        if not self.variants:
+            metric: Metric = instantiate(cfg, "metric")
+            return metric
+        members: list[Metric] = []
+        try:
+            for name in self.variants:
+                own = OmegaConf.create({**self.config, "metric": self.config["metric"][name]})
+                members.append(instantiate(own, "metric"))
+        except BaseException:
+            for member in members:
+                member.close()
+            raise
+        return Panel(members, names=self.variants, guard=guarded)
 
     def fold(self, starts: dict[str, float]) -> dict[str, float]:
         """The retrieval sums of the shards up to this one (``starts``: those before)."""

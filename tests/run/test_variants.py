@@ -174,9 +174,9 @@ def test_a_metric_setting_goes_to_the_variants_that_have_it(tmp_path: Path) -> N
       "'non_llm/mean'?)",)),
     (("metric=[id_ranked,non_llm]", "run.fail_under={id_based/mean: 0.5}"),
      ("run.fail_under: 'id_based/mean' is not a metric a run logs",)),
-    (("metric=[id_ranked,non_llm]", "run.shards=2", "dataset=jsonl",
-      f"dataset.path={ROOT / 'harness' / 'data' / 'sample_rag.jsonl'}"),
-     ("run.shards=2: metric=[id_ranked,non_llm] scores several variants",)),
+    (("metric=[id_ranked,llm_with_reference]", "judge=fixture", "run.shards=2",
+      "dataset=jsonl", f"dataset.path={ROOT / 'harness' / 'data' / 'sample_rag.jsonl'}"),
+     ("run.shards=2: metric llm_with_reference asks a judge",)),
 ])
 def test_a_bad_list_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...],
                                            fragments: tuple[str, ...]) -> None:
@@ -254,3 +254,15 @@ def test_the_guide_command_runs_as_written(tmp_path: Path) -> None:
     summary = result.summary()
     assert list(summary["variants"]) == ["id_ranked", "non_llm", "llm_with_reference"]
     assert all(v["n_scored"] == summary["n_samples"] for v in summary["variants"].values())
+
+
+def test_a_sharded_run_of_several_variants_is_the_unsharded_one(tmp_path: Path) -> None:
+    data = ("dataset=jsonl", f"dataset.path={ROOT / 'harness' / 'data' / 'sample_rag.jsonl'}",
+            "metric=[non_llm,id_ranked,id_based]", *SAMPLE)
+    whole = run_cli(*data, cwd=tmp_path)
+    split = run_cli(*data, "run.shards=3", cwd=tmp_path)
+    assert whole.returncode == split.returncode == 0, split.stderr
+    assert split.summary()["variants"] == whole.summary()["variants"]
+    assert split.summary()["mean"] == whole.summary()["mean"]
+    assert split.rows() == whole.rows()
+    assert len({json.dumps(v) for v in whole.summary()["variants"].values()}) == 3
