@@ -29,6 +29,10 @@ __all__ = [
 # from the working directory): pin it, as an absolute path, to what shared_data() finds,
 # whatever the working directory of a test or of the CLI subprocesses it starts.
 os.environ["HARNESS_SHARED_DATA"] = str(shared_data().absolute())
+# MLflow exports traces on a background queue by default; every flush of it (the traces
+# tests record with flush_trace_async_logging, mlflow.genai.evaluate) then waits on its worker
+# threads, about a second each. Exported in the caller's thread instead: the same traces.
+os.environ.setdefault("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
 # matplotlib keeps its font cache under $XDG_CACHE_HOME, which each test gets fresh: one
 # folder per session instead, so plotting tests do not rebuild it (seconds each)
 if "MPLCONFIGDIR" not in os.environ:
