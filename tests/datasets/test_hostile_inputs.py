@@ -18,6 +18,7 @@ import errno
 import json
 import os
 import shutil
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -496,16 +497,26 @@ def test_file_removed_after_the_check(tmp_path: Path, monkeypatch: pytest.Monkey
     fails(cli(tmp_path, "dataset=csv", f"dataset.path={path}"), f"{path}: file not found")
 
 
-@pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads any file"
-)
-def test_file_made_unreadable_after_the_check(
+def test_file_that_cannot_be_opened_after_the_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a UNIX socket in the file's place: open() fails for every user, root included
     path = jsonl(tmp_path / "d.jsonl", OK)
-    after_check(monkeypatch, lambda p: p.chmod(0))
+
+    def socket_in_its_place(p: Path) -> None:
+        p.unlink()
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(p))
+
+    after_check(monkeypatch, socket_in_its_place)
     fails(cli(tmp_path, "dataset=jsonl", f"dataset.path={path}"),
-          f"{path}: cannot open (Permission denied)")
+          f"{path}: cannot open (No such device or address)")
+    if os.geteuid() != 0:  # a file made unreadable (root reads any file)
+        path = jsonl(tmp_path / "e.jsonl", OK)
+        monkeypatch.undo()
+        after_check(monkeypatch, lambda p: p.chmod(0))
+        fails(cli(fresh(tmp_path, "e"), "dataset=jsonl", f"dataset.path={path}"),
+              f"{path}: cannot open (Permission denied)")
 
 
 def test_file_removed_mid_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
