@@ -282,7 +282,7 @@ def test_judged_runs_report_the_judges_time(tmp_path: Path) -> None:
         result = run_cli("metric=contextual_precision", "judge=local",
                          f"judge.base_url={server.base_url}", "judge.model=test-judge",
                          "judge.max_concurrency=1", "judge.pacing=fixed", "tracking=none",
-                         cwd=tmp_path)
+                         "run.limit=2", cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         calls = server.stats.ok
     summary = result.summary()
