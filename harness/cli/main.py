@@ -142,10 +142,12 @@ def _ray_cluster(args: list[str]) -> list[str]:
 
 def _prewarm_tracker(args: list[str]) -> list[str]:
     """Start MLflow's slow imports (2-3 s) now, in parallel with Hydra, unless no run will be
-    logged (``tracking=none``, ``--help``, ``--cfg``, a sweep: its jobs log in process)."""
-    choice = next((a.partition("=")[2] for a in args if a.partition("=")[0].lstrip("+")
-                   == "tracking"), "mlflow")
-    if choice == "mlflow" and not _NO_RUN.intersection(args):
+    logged by the helper (``tracking=none``, ``tracking.background=false``, ``--help``,
+    ``--cfg``, a sweep: its jobs log in process)."""
+    given = {a.partition("=")[0].lstrip("+"): a.partition("=")[2] for a in args}
+    in_process = given.get("tracking.background", "").lower() == "false"
+    if (given.get("tracking", "mlflow") == "mlflow" and not in_process
+            and not _NO_RUN.intersection(args)):
         from harness.tracking.mlflow.tracker import prewarm
 
         prewarm()
