@@ -56,7 +56,9 @@ def run(cfg: DictConfig) -> JobValue:
         if multirun:
             _check_job_folder(out_dir, hc.job.num)
         scrub_hydra_files(out_dir)
-        variants = compose_variants(list(hc.overrides.task), _hydra_compose(hc.job.config_name))
+        given = OmegaConf.to_container(hc.overrides.task, resolve=False)  # as typed: ${..}
+        assert isinstance(given, list)
+        variants = compose_variants([str(a) for a in given], _hydra_compose(hc.job.config_name))
         if variants is not None:  # metric=[a,b]: each variant composed on its own
             cfg = variants.configs[0]
         parts = build(cfg, variants=variants.names if variants is not None else ())
