@@ -2,7 +2,7 @@
 PY ?= .venv/bin/python
 VENV_BIN := $(dir $(PY))
 
-.PHONY: help venv install test quick heavy browser shared lint types docs wheel check clean
+.PHONY: help venv install test slow all heavy browser shared lint types docs wheel check clean
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -10,11 +10,13 @@ help:  ## this list
 venv:  ## a fresh .venv with the default lane, lint and docs tools (editable install)
 	python3 -m venv .venv && $(PY) -m pip install -q -e '.[test,lint,docs]'
 
-test:  ## the default lane (the README's test command): no ../shared, no network
+test:  ## the default lane (the README's test command): in this process; no ../shared, no network
 	$(PY) -m pytest -n 2
 
-quick:  ## the default lane without the subprocess smoke tests
-	$(PY) -m pytest -n 2 -m "not heavy and not browser and not slow and not shared_data"
+slow:  ## tests that start processes (subprocess CLI, MLflow's helper, shard workers) or wait on the clock
+	$(PY) -m pytest -n 2 -m "slow and not heavy and not browser and not shared_data"
+
+all: test slow  ## the two lanes that need only '.[test]': what CI runs first
 
 heavy:  ## the heavy lane: torch, Ray, Optuna, Chroma, PostgreSQL (pip install -e '.[test-heavy]')
 	$(PY) -m pytest -m heavy
@@ -37,7 +39,7 @@ docs:  ## the documentation site, strictly (broken links fail); output in site/
 wheel:  ## build the wheel into dist/
 	$(PY) -m pip wheel --no-deps -w dist .
 
-check: lint types test  ## what to run before a commit
+check: lint types test  ## what to run before a commit (CI also runs slow, shared, heavy, browser)
 
 clean:  ## build outputs
 	rm -rf build dist site *.egg-info

@@ -117,6 +117,7 @@ def test_parquet_written_by_pandas_scores_like_the_jsonl(tmp_path: Path) -> None
     assert result.returncode == 2 and "not a readable Parquet file" in result.stderr
 
 
+@pytest.mark.slow
 def test_api_can_log_to_mlflow(
     tmp_path: Path, mlflow_store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

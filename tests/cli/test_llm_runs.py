@@ -28,6 +28,7 @@ def expected_verdicts() -> list[list[int]]:
     ]
 
 
+@pytest.mark.slow
 def test_llm_with_reference_end_to_end(
     tmp_path: Path, judge_server: JudgeServer, mlflow_store: str
 ) -> None:

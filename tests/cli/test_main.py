@@ -81,6 +81,7 @@ def test_default_job_logs_everything_to_mlflow(tmp_path: Path, mlflow_store: str
     assert json.loads(Path(local).read_text("utf-8"))["mean"] == summary["mean"]
 
 
+@pytest.mark.slow
 def test_default_store_is_sqlite_in_the_working_directory(tmp_path: Path) -> None:
     result = run_cli("metric=id_ranked", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -83,6 +83,7 @@ def test_several_comparisons_are_holm_adjusted() -> None:
     assert text.splitlines()[2].startswith("  ok: candidate c2 - baseline = +0.2000")
 
 
+@pytest.mark.slow
 def test_the_cli_prints_the_verdict_first_and_names_the_test(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "rows.jsonl"

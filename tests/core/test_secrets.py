@@ -34,6 +34,7 @@ def leaks(result, *folders: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_credentials_in_an_unused_override_reach_no_file(tmp_path: Path) -> None:
     store = tmp_path / "store"
     store.mkdir()
@@ -84,6 +85,7 @@ def test_credentials_in_a_sweep_override_reach_no_job_folder(tmp_path: Path) -> 
     assert os.environ.get("HARNESS_SECRET_0") is None  # the test process is left as it was
 
 
+@pytest.mark.slow
 def test_a_swept_list_of_credentialed_urls_stays_a_sweep(tmp_path: Path,
                                                           mlflow_store: str) -> None:
     """Each URL of ``a,b`` is hidden on its own: two jobs, each with its own URL, shown

@@ -88,6 +88,7 @@ def matches(shown: str, real: str) -> bool:
 EXACT = ("metric", "mean", "scored", "retrieval", "cut-offs")
 
 
+@pytest.mark.slow
 def test_quick_start_prints_what_the_readme_shows(tmp_path: Path, mlflow_store: str) -> None:
     """The quick start's main job, run in-process in an empty folder: the same lines in the
     same order, the numbers of the bundled dataset to the character, and the timing, folder

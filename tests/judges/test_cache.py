@@ -54,6 +54,7 @@ def test_rerun_makes_no_calls_and_identical_scores(tmp_path, judge_server):
     assert again == [(r["score"], r["verdicts"]) for r in first_rows]
 
 
+@pytest.mark.slow
 def test_top_k_sweep_pays_each_unique_chunk_once(tmp_path, judge_server):
     judge_server.labels.update(sample_labels())
     proc = subprocess.run(
@@ -166,6 +167,7 @@ def test_several_processes_write_at_once(tmp_path):
     assert db.execute("SELECT COUNT(*) FROM replies").fetchone()[0] == 4 * 300 + 50
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_then_resume_repeats_no_completed_call(tmp_path, judge_server):
     judge_server.labels.update(sample_labels())
     judge_server.configure(latency_ms=40, concurrency=4)

@@ -89,6 +89,7 @@ def late_answers(units: int, metric: JudgedMetric, s: Stats, faults: bool = True
     return late
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["pointwise", "listwise"])
 def test_faults_cost_one_extra_request_each_and_change_no_score(
     judge_server: JudgeServer, mode: str
@@ -99,6 +100,7 @@ def test_faults_cost_one_extra_request_each_and_change_no_score(
     late_answers(units, metric, judge_server.stats)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["pointwise", "listwise"])
 def test_answers_after_the_time_out_are_not_counted_as_faults(
     judge_server: JudgeServer, mode: str

@@ -99,6 +99,7 @@ def mlflow_env(store: Path) -> dict[str, str]:
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("models_endpoint", ["ok", "open"])  # preflight / the first call
 def test_key_echoed_in_a_401_is_written_nowhere(
     tmp_path: Path, store: Path, _private_cache: Path, models_endpoint: str
@@ -117,6 +118,7 @@ def test_key_echoed_in_a_401_is_written_nowhere(
     assert leaks([CANARY], [tmp_path, store, _private_cache], [result.stdout, result.stderr]) == []
 
 
+@pytest.mark.slow
 def test_key_echoed_in_500_and_400_bodies_is_masked_in_rows_summary_and_mlflow(
     tmp_path: Path, store: Path, _private_cache: Path
 ) -> None:
@@ -147,6 +149,7 @@ def test_key_echoed_in_500_and_400_bodies_is_masked_in_rows_summary_and_mlflow(
     assert leaks([CANARY], [tmp_path, store, _private_cache], [result.stdout, result.stderr]) == []
 
 
+@pytest.mark.slow
 def test_base_url_credentials_are_sent_as_basic_auth_and_written_nowhere(
     tmp_path: Path, store: Path, _private_cache: Path
 ) -> None:
@@ -233,6 +236,7 @@ def retried(judge: JudgeServer) -> int:
     return sum(n for k, n in judge.stats.by_retry_count.items() if int(k) > 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("script", "max_retries", "message"),
     [
@@ -262,6 +266,7 @@ def test_failed_calls_count_what_was_sent(
     assert judge["failures"] == 1
 
 
+@pytest.mark.slow
 def test_a_timed_out_call_counts_its_retries(tmp_path: Path, server: JudgeServer) -> None:
     server.configure(script=["hang", "hang"], hang_seconds=5)
     result = cli(tmp_path, *llm(server.base_url, "judge.max_retries=1", "judge.timeout=0.5",
@@ -275,6 +280,7 @@ def test_a_timed_out_call_counts_its_retries(tmp_path: Path, server: JudgeServer
     assert judge["requests"] == server.stats.requests == 7 and judge["retries"] == 1
 
 
+@pytest.mark.slow
 def test_faulty_run_counts_match_the_server(tmp_path: Path, server: JudgeServer) -> None:
     server.configure(fail_429=0.2, fail_500=0.1)
     result = cli(tmp_path, *llm(server.base_url, "judge.max_retries=10"), "run.limit=10")

@@ -120,6 +120,7 @@ def test_fine_tuned_openai_models_get_no_count() -> None:
 # -- the served model ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_served_model_is_recorded_warned_and_tagged(tmp_path: Path, mlflow_store: str) -> None:
     with JudgeServer(sample_labels(), model="qwen-1.5b-q4.gguf", props=LLAMA_PROPS) as server:
         result = run_cli(

@@ -93,6 +93,7 @@ JITTER = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", list(JITTER))
 def test_varying_latency_keeps_every_allowed_request_in_flight(shape: str) -> None:
     n, ceiling = 320, 32  # about ten round trips at the ceiling
@@ -118,6 +119,7 @@ def test_varying_latency_keeps_every_allowed_request_in_flight(shape: str) -> No
 # ------------------------------------------------------------------ a few slots and a queue
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tail", [0, 3])
 def test_adaptive_pacing_fills_the_slots_without_timeouts(tail: float) -> None:
     n = 48  # 3 s of work for 4 slots; 48 at once would wait up to 3 s: past the timeout
@@ -136,6 +138,7 @@ def test_adaptive_pacing_fills_the_slots_without_timeouts(tail: float) -> None:
     assert SLOTS <= s.peak_in_flight <= INITIAL and s.final_limit <= INITIAL
 
 
+@pytest.mark.slow
 def test_fixed_pacing_on_the_same_server_times_out() -> None:
     """The fixed limit's behaviour, and proof that the test above can fail."""
     n = 40
@@ -167,6 +170,7 @@ def test_fixed_pacing_is_a_plain_limit() -> None:
 # ------------------------------------------------------------------ rate limits
 
 
+@pytest.mark.slow
 def test_random_429s_leave_the_limit_alone() -> None:
     """5 % of requests refused at once, at any load: only those wait their Retry-After."""
     n, ceiling = 300, 32
@@ -182,6 +186,7 @@ def test_random_429s_leave_the_limit_alone() -> None:
     assert s.peak_in_flight == ceiling and server.stats.in_flight_max >= ceiling - 4
 
 
+@pytest.mark.slow
 def test_a_token_rate_limit_is_followed_through_its_headers() -> None:
     """A token bucket in front of the model (OpenAI's way: a request costs its prompt and
     max_tokens): adaptive pacing reads x-ratelimit-* and waits for the refill; a fixed limit
@@ -248,6 +253,7 @@ def test_503s_halve_the_limit_which_then_recovers() -> None:
     assert s.requests == server.stats.requests == 301
 
 
+@pytest.mark.slow
 def test_a_timeout_halves_the_limit_and_is_retried_under_it() -> None:
     limits: list[float] = []
     with JudgeServer(labels(200), latency_ms=100, script=["ok"] * 10 + ["hang"],
@@ -288,6 +294,7 @@ def test_a_format_refused_with_500_steps_down_without_a_retry() -> None:
     assert formats == ["json_schema", "json_object", "json_object", "json_object"]
 
 
+@pytest.mark.slow
 def test_an_ordinary_500_is_retried_with_the_retry_count_header() -> None:
     with JudgeServer(labels(1), script=["500", "500"]) as server:
         judge = judge_for(server, max_retries=3)
@@ -343,6 +350,7 @@ def fixed_best(shape: sim.Shape) -> sim.Result:
     return min(runs, key=lambda r: (-r.judgements, r.wall))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["constant", "gauss25", "gauss50", "lognormal", "bimodal",
                                   "slots8", "slots8_jitter", "random429", "tokens"])
 def test_the_default_is_within_a_tenth_of_the_best_fixed_limit(name: str) -> None:

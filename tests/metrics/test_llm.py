@@ -179,6 +179,7 @@ def test_unscored_inputs_cost_no_call(judge_server):
     assert judge_server.stats.requests == 0
 
 
+@pytest.mark.slow
 def test_faults_are_retried_and_scores_match_the_fault_free_run(judge_server):
     samples = []
     for i in range(40):

@@ -45,6 +45,7 @@ def hostile_dataset(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_tracked_run_writes_report_html_and_logs_it(tmp_path: Path, mlflow_store: str) -> None:
     result = run_cli("metric=id_ranked", "experiment_name=report_html",
                      env={"MLFLOW_TRACKING_URI": mlflow_store}, cwd=tmp_path)

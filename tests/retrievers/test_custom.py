@@ -221,6 +221,7 @@ def test_users_yaml_in_their_search_path(own: tuple[Path, str]) -> None:
     assert {tuple(r["retrieved_context_ids"]) for r in result.rows()} == {("d2", "d3")}
 
 
+@pytest.mark.slow
 def test_latency_index_facts_and_own_metrics_are_logged(own: tuple[Path, str],
                                                          mlflow_store: str) -> None:
     cwd, name = own

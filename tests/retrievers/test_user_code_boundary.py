@@ -147,6 +147,7 @@ def partial_rows(result: CliResult) -> list[dict[str, object]]:
     return [json.loads(x) for x in text.splitlines()]
 
 
+@pytest.mark.slow
 def test_search_raising_on_its_third_call_keeps_two_rows_and_fails_the_mlflow_run(
     own: tuple[Path, str], mlflow_store: str
 ) -> None:

@@ -74,6 +74,7 @@ def _run(cwd: Path, name: str, uri: str, *more: str) -> Any:
     return result
 
 
+@pytest.mark.slow
 def test_a_custom_retrievers_defaults_are_recorded_everywhere(
     own: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -19,6 +19,7 @@ class Terminal(io.StringIO):
         return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("stream", "most"), [(io.StringIO, 1), (Terminal, None)])
 def test_a_log_gets_no_duplicate_lines(monkeypatch: pytest.MonkeyPatch, stream: type,
                                        most: int | None) -> None:

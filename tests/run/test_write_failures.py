@@ -29,6 +29,7 @@ def one_line(result: CliResult) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_plots_folder_that_cannot_be_made_fails_the_mlflow_run_keeping_the_rows(
     tmp_path: Path, mlflow_store: str
 ) -> None:

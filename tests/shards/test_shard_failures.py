@@ -57,6 +57,7 @@ def test_a_huge_shard_count_on_an_indexed_dataset_is_one_per_sample(tmp_path: Pa
     assert plan(CsvDataset(path), 10**12, 2) == [Span(0, 2, 0, 1), Span(1, 2, 1, 2)]
 
 
+@pytest.mark.slow
 def test_the_cli_with_a_billion_shards_on_six_lines_is_the_one_process_run(
     tmp_path: Path
 ) -> None:
@@ -146,6 +147,7 @@ LEAKY = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", ["1", "2"])
 def test_a_failing_retriever_in_a_worker_keeps_its_url_password_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shards: str

@@ -271,6 +271,7 @@ def test_a_mapped_column_need_be_in_one_shard_only(tmp_path: Path) -> None:
 # -- the CLI: one run, the rows and numbers of one process ------------------------------
 
 
+@pytest.mark.slow
 def test_sharded_cli_run_is_the_single_process_run(tmp_path: Path, mlflow_store: str) -> None:
     data = write(tmp_path / "d.jsonl", 2000, seed=2)
     args = ("metric=id_ranked", "dataset=jsonl", f"dataset.path={data}",
@@ -287,6 +288,7 @@ def test_sharded_cli_run_is_the_single_process_run(tmp_path: Path, mlflow_store:
     assert runs[0].data.metrics["n_samples"] == 2000
 
 
+@pytest.mark.slow
 def test_more_shards_than_samples(tmp_path: Path) -> None:
     data = write(tmp_path / "d.jsonl", 3, blank_every=0)
     args = ("metric=id_ranked", "dataset=jsonl", f"dataset.path={data}", "tracking=none")
@@ -295,6 +297,7 @@ def test_more_shards_than_samples(tmp_path: Path) -> None:
     assert summary["n_samples"] == 3
 
 
+@pytest.mark.slow
 def test_a_csv_file_shards_by_index_within_the_limit(tmp_path: Path) -> None:
     import csv
 

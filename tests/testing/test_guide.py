@@ -32,6 +32,7 @@ def test_the_installed_package_registers_the_plugin() -> None:
         "harness.testing.plugin"]
 
 
+@pytest.mark.slow
 def test_the_guides_example_passes_and_fails_on_its_floors(pytester: pytest.Pytester) -> None:
     code = example()
     pytester.makepyfile(test_retrieval=code)

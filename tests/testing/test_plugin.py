@@ -269,6 +269,7 @@ def test_a_missing_config_file_fails_the_marked_test_in_one_line(
                       "(No such file or directory)"]
 
 
+@pytest.mark.slow
 def test_the_summary_sees_checks_made_in_xdist_workers(pytester: pytest.Pytester) -> None:
     """Under ``-n 2`` the checks run in worker processes; their lines reach the summary."""
     pytester.makepyfile(test_x=_test_file(

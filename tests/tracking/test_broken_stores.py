@@ -35,6 +35,8 @@ from harness.tracking.mlflow import store
 N_SAMPLES = len(sample_rows())
 N_CHUNKS = sum(len(r["retrieved_contexts"]) for r in sample_rows())
 PATHS = {"background": (), "in-process": ("tracking.background=false",)}
+#: Both ways a single run logs; the background one starts the logging helper (slow).
+LOGGED_BY = [pytest.param("background", marks=pytest.mark.slow), "in-process"]
 
 
 def one_error(result: object, stderr: str | None = None) -> str:
@@ -116,7 +118,7 @@ def assert_results_kept(result: object, line: str) -> None:
     assert len(result.rows()) == N_SAMPLES  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", LOGGED_BY)
 @pytest.mark.parametrize(
     "damage", ["random-bytes", "text-file", "truncated", "empty-header"]
 )
@@ -142,7 +144,7 @@ def test_corrupt_mlflow_store_is_one_line_and_keeps_results(
     assert digest(db) == before  # the broken store is left for the user to look at
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", LOGGED_BY)
 @pytest.mark.parametrize("where", ["folder-is-a-file", "deeper-under-a-file", "store-is-a-folder",
                                    "under-proc-file", "folder-in-proc"])
 def test_mlflow_store_path_that_cannot_be_a_file(tmp_path: Path, path: str, where: str) -> None:
@@ -166,6 +168,7 @@ def test_mlflow_store_path_that_cannot_be_a_file(tmp_path: Path, path: str, wher
     assert plain.read_text() == "x"
 
 
+@pytest.mark.slow
 def test_missing_store_folder_is_created(tmp_path: Path) -> None:
     db = tmp_path / "new" / "deeper" / "mlflow.db"
     result = run_logged(tmp_path, f"sqlite:///{db}", "tracking.background=false")
@@ -173,7 +176,7 @@ def test_missing_store_folder_is_created(tmp_path: Path) -> None:
     assert db.is_file()
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", LOGGED_BY)
 @pytest.mark.parametrize("what", ["file", "folder"])
 def test_read_only_mlflow_store(tmp_path: Path, path: str, what: str) -> None:
     folder = tmp_path / "store"
@@ -191,7 +194,7 @@ def test_read_only_mlflow_store(tmp_path: Path, path: str, what: str) -> None:
     assert digest(db) == before
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", LOGGED_BY)
 def test_locked_mlflow_store(tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store, "BUSY_TIMEOUT_S", 0.5)  # the helper process gets it too
     db = some_database(tmp_path / "mlflow.db", rows=10)
@@ -204,7 +207,7 @@ def test_locked_mlflow_store(tmp_path: Path, path: str, monkeypatch: pytest.Monk
     assert_results_kept(result, line)
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", LOGGED_BY)
 def test_store_credentials_are_never_printed(tmp_path: Path, path: str) -> None:
     secret = "s3cr3t-store-pw"
     uri = f"http://alice:{secret}@127.0.0.1:1"

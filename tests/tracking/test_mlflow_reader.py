@@ -23,6 +23,7 @@ def _set_precision(row: dict[str, Any], top_k: int | None = None) -> float:
     return len(retrieved & set(row["reference_context_ids"])) / len(retrieved)
 
 
+@pytest.mark.slow
 def test_a_run_logs_its_table_dataset_and_a_short_name(
     tmp_path: Path, mlflow_store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +108,7 @@ def test_a_sweep_parent_has_the_swept_params_and_the_best_childs_metrics(
     assert ranked[0][4] == f"metric={best.data.tags['choice.metric']}"
 
 
+@pytest.mark.slow
 def test_a_sweep_without_tracking_still_ends_with_its_ranked_jobs(tmp_path: Path) -> None:
     result = run_cli("-m", "metric=id_based", "run.limit=3,1", "tracking=none",
                      f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)

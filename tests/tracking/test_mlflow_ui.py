@@ -42,6 +42,7 @@ def _spans_the_job(run: object, out_dir: Path) -> None:
     assert info.end_time - info.start_time >= summary["duration_s"] * 1000
 
 
+@pytest.mark.slow
 def test_a_run_goes_to_the_harness_experiment_opened_on_its_runs_table(
     tmp_path: Path, mlflow_store: str
 ) -> None:

@@ -114,6 +114,7 @@ def test_values_and_options() -> None:
     assert short_name(["run.quiet=true"]) == "default"
 
 
+@pytest.mark.slow
 def test_a_logged_run_is_named_by_the_rule_and_keeps_every_override_in_a_tag(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

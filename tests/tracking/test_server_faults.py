@@ -101,6 +101,7 @@ def test_the_check_bounds_mlflows_retries_unless_the_user_set_them(
     assert os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "77"  # the user's own is kept
 
 
+@pytest.mark.slow
 def test_a_run_against_a_502_proxy_is_one_line(bounds: None, gateway: str,
                                                tmp_path: Path) -> None:
     result = run_cli("metric=id_based", f"tracking.tracking_uri={gateway}", cwd=tmp_path)
@@ -114,6 +115,7 @@ def test_a_run_against_a_502_proxy_is_one_line(bounds: None, gateway: str,
     assert ended - FIRST[gateway] < 10.0
 
 
+@pytest.mark.slow
 def test_a_proxy_failing_after_the_check_ends_within_the_bounded_retries(
     bounds: None, flaky: str
 ) -> None:

@@ -254,6 +254,7 @@ def test_a_wrong_password_is_one_line_naming_the_server_and_the_variables(
     assert wrong not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_server_that_is_down_is_one_line_within_seconds(tmp_path: Path) -> None:
     down = f"http://127.0.0.1:{free_port()}"
     started = time.monotonic()
