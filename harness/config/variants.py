@@ -33,11 +33,6 @@ class Listed:
     names: tuple[str, ...]
     index: int
 
-    @property
-    def choice(self) -> str:
-        """The option as tags and run names show it: ``[id_ranked,non_llm]``."""
-        return "[" + ",".join(self.names) + "]"
-
 
 @dataclass
 class Variants:
@@ -50,6 +45,7 @@ class Variants:
 
     @property
     def choice(self) -> str:
+        """The option as tags and run names show it: ``[id_ranked,non_llm]``."""
         return "[" + ",".join(self.names) + "]"
 
 
@@ -125,6 +121,8 @@ def check_command_line(args: Sequence[str]) -> None:
     ``-m metric=[a,b],[c]``) names known options once each, and every ``metric.KEY``
     override names a key one of the listed variants has. Best effort: the job checks again
     on the real compositions."""
+    if not any(a.lstrip("+~").startswith("metric") for a in args):
+        return  # nothing to check: the parser is not even loaded
     parsed = _parsed([a for a in args if not a.startswith("-")])
     if not parsed:
         return
