@@ -8,6 +8,9 @@ MLflow retries a server that refuses connections for about four minutes, and rep
 rejected password as the server's page; with it either is one line within seconds, naming
 the server (credentials masked) and what to set; so is a server (or its proxy) answering
 5xx. MLflow's own retries of later requests are bounded (``BOUNDS``) unless the user set them.
+A database server as the store (``postgresql://``, ``mysql://``, ``mssql://``) gets one
+connection attempt: MLflow retries one that is down ten times over about 100 s, with a warning
+each, when its driver is installed.
 
 Importing this module imports nothing from MLflow; ``check`` does.
 """
@@ -15,6 +18,7 @@ Importing this module imports nothing from MLflow; ``check`` does.
 from __future__ import annotations
 
 import os
+import socket
 from urllib.parse import urlsplit
 
 from harness.core.errors import TrackingError
@@ -40,6 +44,10 @@ _CREDENTIALS = (
 _ELSEWHERE = "or tracking=none to log nothing"
 
 
+#: Default ports of the database servers MLflow can keep its store in.
+_DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
+
+
 def is_server(uri: str) -> bool:
     """Whether ``uri`` names a tracking server (``http://`` or ``https://``)."""
     return uri.split("://", 1)[0].lower() in ("http", "https")
@@ -52,6 +60,9 @@ def check(uri: str) -> None:
     Raises:
         TrackingError: The server does not answer, or refuses the credentials: one line.
     """
+    if uri.split(":", 1)[0].split("+", 1)[0].lower() in _DATABASE_PORTS:
+        _check_database(uri)
+        return
     if not is_server(uri):
         return
     for name, value in BOUNDS.items():
@@ -96,6 +107,30 @@ def check(uri: str) -> None:
             f"{where} answered HTTP {said}: it (or a proxy in front of it) is failing; check "
             f"it and its log, or set tracking.tracking_uri to another store, {_ELSEWHERE}"
         )
+
+
+def _check_database(uri: str) -> None:
+    """The database server ``uri`` names accepts a connection (one attempt, before MLflow
+    and its driver are involved); a URI without a host (a local socket) is MLflow's to open."""
+    parts = urlsplit(uri)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is no number: MLflow's own message names it
+        return
+    if not host:
+        return
+    port = port or _DATABASE_PORTS[parts.scheme.split("+", 1)[0].lower()]
+    try:
+        with socket.create_connection((host, port), timeout=CHECK_TIMEOUT_S):
+            pass
+    except OSError as e:
+        why = e.strerror or (f"no answer within {CHECK_TIMEOUT_S:g} s"
+                             if isinstance(e, TimeoutError) else type(e).__name__)
+        raise TrackingError(
+            f"MLflow store {redact_uri(uri)}: the database server at {host}:{port} does not "
+            f"answer ({why}); start it, or set tracking.tracking_uri=URI (or "
+            f"$MLFLOW_TRACKING_URI) to the right one, {_ELSEWHERE}"
+        ) from None
 
 
 def _cause(error: BaseException) -> str:
