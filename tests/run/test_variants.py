@@ -77,7 +77,8 @@ def test_three_variants_retrieve_once_and_log_each(tmp_path: Path, counting: str
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     log = tmp_path / "multi.log"
     multi = run_cli(f"metric=[{','.join(listed)}]", f"retriever.log={log}", *own,
-                    "tracking=mlflow", "experiment_name=variants", cwd=tmp_path,
+                    "tracking=mlflow", "tracking.background=false",  # logged in this process
+                    "experiment_name=variants", cwd=tmp_path,
                     env={"MLFLOW_TRACKING_URI": uri})
     assert multi.returncode == 0, multi.stderr
     singles = {}
@@ -256,6 +257,7 @@ def test_the_guide_command_runs_as_written(tmp_path: Path) -> None:
     assert all(v["n_scored"] == summary["n_samples"] for v in summary["variants"].values())
 
 
+@pytest.mark.slow  # starts shard workers
 def test_a_sharded_run_of_several_variants_is_the_unsharded_one(tmp_path: Path) -> None:
     data = ("dataset=jsonl", f"dataset.path={ROOT / 'harness' / 'data' / 'sample_rag.jsonl'}",
             "metric=[non_llm,id_ranked,id_based]", *SAMPLE)
