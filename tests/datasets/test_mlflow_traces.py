@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
+from helpers.mlflow_runs import active_store
 from helpers.traced_rag import ANSWERS, CORPUS, RELEVANT, Recorded, record
 
 from harness.core.errors import ConfigError, DatasetError
@@ -145,15 +146,10 @@ def _record_bad(uri: str, experiment: str, outputs: Any, fail: bool = False) -> 
             return "sorry"
         return "ok"
 
-    old = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)
-    try:
-        mlflow.set_experiment(experiment)
+    with active_store(uri, experiment):
         rag("what is up")
         mlflow.flush_trace_async_logging()
         return str(mlflow.get_last_active_trace_id())
-    finally:
-        mlflow.set_tracking_uri(old)
 
 
 @pytest.mark.parametrize(("outputs", "message"), [

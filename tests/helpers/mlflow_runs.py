@@ -1,12 +1,40 @@
-"""Reading back what runs logged to an MLflow store."""
+"""Reading back what runs logged to an MLflow store, and pointing MLflow's process-wide
+state at one for a while."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
     from mlflow.tracking import MlflowClient
+
+
+@contextlib.contextmanager
+def active_store(uri: str, experiment: str) -> Iterator[str]:
+    """Point MLflow's process-wide state at ``experiment`` of ``uri`` (what ``mlflow.trace``
+    and ``mlflow.genai.evaluate`` log to) and yield the experiment's id; put all of it back
+    afterwards: the tracking URI as it was (unset included: a later test's
+    ``$MLFLOW_TRACKING_URI`` then still counts), the active experiment and the
+    ``MLFLOW_EXPERIMENT_ID`` variable ``mlflow.set_experiment`` sets."""
+    import mlflow
+    from mlflow.tracking import fluent
+    from mlflow.tracking._tracking_service import utils
+
+    saved = (utils._tracking_uri, fluent._active_experiment_id,
+             os.environ.get("MLFLOW_EXPERIMENT_ID"))
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield str(mlflow.set_experiment(experiment).experiment_id)
+    finally:
+        utils._tracking_uri, fluent._active_experiment_id, env = saved
+        if env is None:
+            os.environ.pop("MLFLOW_EXPERIMENT_ID", None)
+        else:
+            os.environ["MLFLOW_EXPERIMENT_ID"] = env
 
 
 def client(uri: str) -> MlflowClient:

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from helpers.mlflow_runs import active_store
+
 #: question -> the ranked documents the retriever returns: (id, text, metadata)
 CORPUS: dict[str, list[tuple[str, str, dict[str, Any]]]] = {
     "capital of France": [
@@ -79,11 +81,8 @@ def record(uri: str, experiment: str) -> Recorded:
         second_hop("largest planet")
         return ANSWERS[question]
 
-    old = mlflow.get_tracking_uri()
     out = Recorded(uri, experiment)
-    mlflow.set_tracking_uri(uri)
-    try:
-        mlflow.set_experiment(experiment)
+    with active_store(uri, experiment):
         with mlflow.start_run() as run:
             rag("capital of France")
             out.traces["capital of France"] = _last(mlflow, {"env": "staging"})
@@ -106,8 +105,6 @@ def record(uri: str, experiment: str) -> Recorded:
                 trace_id=trace_id, name="expected_retrieved_context",
                 value=[{"doc_uri": d, "content": next(t for i, t, _ in CORPUS[question]
                                                       if i == d)} for d in RELEVANT[question]])
-    finally:
-        mlflow.set_tracking_uri(old)
     return out
 
 

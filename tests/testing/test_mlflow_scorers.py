@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from helpers.judge_server import JudgeServer
+from helpers.mlflow_runs import active_store
 from helpers.traced_rag import CORPUS, LABELS, RELEVANT, Recorded, record
 
 from harness.testing.mlflow_scorers import ContextPrecision
@@ -27,15 +28,8 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
 def active(traced: Recorded) -> Iterator[str]:
     """``mlflow.genai.evaluate`` logs to the active store and experiment: this one, put back
     afterwards."""
-    import mlflow
-
-    old = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(traced.uri)
-    experiment = mlflow.set_experiment(traced.experiment)
-    try:
-        yield str(experiment.experiment_id)
-    finally:
-        mlflow.set_tracking_uri(old)
+    with active_store(traced.uri, traced.experiment) as experiment_id:
+        yield experiment_id
 
 
 def average_precision(verdicts: list[int], eps: float) -> float:

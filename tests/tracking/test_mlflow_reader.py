@@ -38,15 +38,9 @@ def test_a_run_logs_its_table_dataset_and_a_short_name(
 
     client = mlflow_runs.client(mlflow_store)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)  # load_table searches with it
-    import mlflow
-
-    earlier = mlflow.get_tracking_uri()  # ... unless a test before set mlflow's global URI
-    mlflow.set_tracking_uri(mlflow_store)
-    try:
-        table = client.load_table(run.info.experiment_id, "eval/samples.json",
+    with mlflow_runs.active_store(mlflow_store, "harness"):  # ... unless a test before set
+        table = client.load_table(run.info.experiment_id, "eval/samples.json",  # its own
                                   [run.info.run_id])
-    finally:
-        mlflow.set_tracking_uri(earlier)
     records = sample_rows()
     assert list(table.columns[:7]) == ["id", "question", "chunks", "verdicts", "reason",
                                        "score", "error"]
