@@ -16,22 +16,13 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, run_cli
+from helpers.cli import compare_cli
 
-from harness.cli.compare import main as compare_main
 from harness.compare import compare
 from harness.core.errors import TrackingError
 
 SAMPLE = ROOT / "harness" / "data" / "sample_rag.jsonl"
 
-
-def compare_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        compare_main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, run_cli
+from helpers.cli import compare_cli
 
-from harness.cli.compare import main as compare_main
 from harness.compare import compare
 from harness.core.errors import ConfigError
 from harness.core.types import RagSample
@@ -39,15 +39,6 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     return path
 
-
-def _compare_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        compare_main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +110,7 @@ def test_baseline_and_candidate_by_id_name_and_overrides_and_the_gate(
     # observed sum (all signs equal), so p = 1 / (1 + 200)
     assert test["p_value"] == pytest.approx(1 / 201)
 
-    code, out, err = _compare_cli(capsys, f"baseline={base['id']}", f"candidate={worse['id']}",
+    code, out, err = compare_cli(capsys, f"baseline={base['id']}", f"candidate={worse['id']}",
                                   f"tracking_uri={store}", "fail_if_worse=true",
                                   "bootstrap=200", "plots=false", "log=false")
     assert code == 4, err
@@ -128,7 +119,7 @@ def test_baseline_and_candidate_by_id_name_and_overrides_and_the_gate(
     # the other way round it is better; and a tolerance larger than the loss passes
     for args in ([f"baseline={worse['id']}", f"candidate={base['id']}"],
                  [f"baseline={base['id']}", f"candidate={worse['id']}", "min_delta=0.5"]):
-        code, out, err = _compare_cli(capsys, *args, f"tracking_uri={store}", "fail_if_worse=true",
+        code, out, err = compare_cli(capsys, *args, f"tracking_uri={store}", "fail_if_worse=true",
                                       "bootstrap=200", "plots=false", "log=false")
         assert code == 0, err
         assert out.splitlines()[-1].startswith("gate passed: ")
@@ -144,7 +135,7 @@ def test_refuses_other_metric_or_dataset_unless_forced_and_pairs_common_ids(
     base = runs["base"]["id"]
     for other, what in (("other_metric", "differ in metric (id_ranked vs id_based"),
                         ("other_data", "differ in dataset (dataset.sha256 ")):
-        code, out, err = _compare_cli(capsys, f"baseline={base}", f"candidate={runs[other]['id']}",
+        code, out, err = compare_cli(capsys, f"baseline={base}", f"candidate={runs[other]['id']}",
                                       f"tracking_uri={store}", "plots=false", "log=false")
         assert code == 2 and out == ""
         assert len(err.strip().splitlines()) == 1 and what in err and "force=true" in err

@@ -257,3 +257,17 @@ def _replace_environ(env: Mapping[str, str]) -> None:
     for key in [k for k in os.environ if k not in env]:
         del os.environ[key]
     os.environ.update(env)
+
+
+def compare_cli(capsys: Any, *args: str) -> tuple[int, str, str]:
+    """``python -m harness.compare ARGS`` in this process: its exit code, stdout and stderr
+    (``capsys``: pytest's fixture, read and reset)."""
+    from harness.cli.compare import main as compare_main
+
+    code = 0
+    try:
+        compare_main(list(args))
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
