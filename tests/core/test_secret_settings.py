@@ -5,12 +5,12 @@ console or an error quoted from the user's code."""
 
 from __future__ import annotations
 
-import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from helpers.user_code import user_package
 
 from harness.core.redact import MASK, redact, redact_tree, register_tree, secret_key
 from harness.core.secrets import hide
@@ -74,11 +74,7 @@ CODE = """
 def test_a_users_key_in_a_failing_retriever_is_masked_everywhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shards: str
 ) -> None:
-    name = f"keyed_{uuid.uuid4().hex[:8]}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    (tmp_path / name / "search.py").write_text(textwrap.dedent(CODE))
-    monkeypatch.syspath_prepend(str(tmp_path))
+    name = user_package(tmp_path, monkeypatch, "keyed", search=CODE)
     data = tmp_path / "d.jsonl"
     data.write_text("".join(f'{{"id": "q{i}", "user_input": "question {i}", '
                             f'"reference_context_ids": ["d1"]}}\n' for i in range(6)))

@@ -5,13 +5,12 @@ lone surrogate is refused at its query and hit. Heavy: needs langchain-core / ll
 
 from __future__ import annotations
 
-import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 from helpers.paths import TEST_DATA
+from helpers.user_code import user_package
 
 from harness.core.errors import ComponentFailed
 from harness.core.trust import trust_patterns, trusting
@@ -51,12 +50,7 @@ LI = """
 
 @pytest.fixture
 def pkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    name = f"adapters_fail_{uuid.uuid4().hex[:8]}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    (tmp_path / name / "lc.py").write_text(textwrap.dedent(LC))
-    (tmp_path / name / "li.py").write_text(textwrap.dedent(LI))
-    monkeypatch.syspath_prepend(str(tmp_path))
+    name = user_package(tmp_path, monkeypatch, "adapters_fail", lc=LC, li=LI)
     return name
 
 

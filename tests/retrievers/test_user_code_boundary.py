@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import textwrap
 import uuid
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from conftest import run_cli
 from helpers import mlflow_runs
 from helpers.cli import CliResult
 from helpers.paths import TEST_DATA
+from helpers.user_code import user_package
 
 from harness.core.errors import ComponentFailed
 from harness.core.types import RagSample, SampleResult
@@ -118,11 +118,7 @@ CODE = """
 @pytest.fixture
 def own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     """A package of the user's retrievers in a folder on the import path."""
-    name = f"boundary_{uuid.uuid4().hex[:8]}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    (tmp_path / name / "search.py").write_text(textwrap.dedent(CODE))
-    monkeypatch.syspath_prepend(str(tmp_path))
+    name = user_package(tmp_path, monkeypatch, "boundary", search=CODE)
     return tmp_path, name
 
 

@@ -5,8 +5,6 @@ can be told from one run with other settings."""
 from __future__ import annotations
 
 import sys
-import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import pytest
 from conftest import run_cli
 from helpers import mlflow_runs
 from helpers.paths import ROOT
+from helpers.user_code import user_package
 
 from harness.compare.core import _varying
 from harness.core.summary import RunSummary
@@ -58,11 +57,7 @@ def make(documents, k=4, mode="mmr", weights=(0.5, 0.5), client=Analyzer()):
 @pytest.fixture
 def own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     """A uniquely named user package with a TF-IDF-like ``SearchRetriever`` on ``sys.path``."""
-    name = f"tfidfpkg_{uuid.uuid4().hex[:8]}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    (tmp_path / name / "tfidf.py").write_text(textwrap.dedent(CODE))
-    monkeypatch.syspath_prepend(str(tmp_path))
+    name = user_package(tmp_path, monkeypatch, "tfidfpkg", tfidf=CODE)
     return tmp_path, name
 
 

@@ -10,7 +10,6 @@ import resource
 import signal
 import subprocess
 import sys
-import textwrap
 import tracemalloc
 import uuid
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import CONF, run_cli
 from helpers.paths import ROOT
+from helpers.user_code import user_package
 
 from harness.datasets.files import CsvDataset, JsonlDataset
 from harness.run.outputs import OutputError
@@ -152,11 +152,7 @@ LEAKY = """
 def test_a_failing_retriever_in_a_worker_keeps_its_url_password_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shards: str
 ) -> None:
-    name = f"leaky_{uuid.uuid4().hex[:8]}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    (tmp_path / name / "search.py").write_text(textwrap.dedent(LEAKY))
-    monkeypatch.syspath_prepend(str(tmp_path))
+    name = user_package(tmp_path, monkeypatch, "leaky", search=LEAKY)
     data = lines(tmp_path / "d.jsonl", 8)
     secret = "SECRETpw" + uuid.uuid4().hex[:6]
     url = f"https://svc:{secret}@127.0.0.1:9/search"
