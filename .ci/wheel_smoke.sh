@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI: the package as a user gets it. Build the wheel from this checkout, install it into a
 # fresh venv in a folder outside the clone, and from an empty folder there run the main job,
-# a -m sweep, compare, the report command, the Python API and each command's --help.
+# several variants in one run, a -m sweep, compare, the report command, the Python API and
+# each command's --help.
 # Usage: .ci/wheel_smoke.sh [PYTHON]   (PYTHON builds the wheel; default .venv/bin/python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,9 @@ set -x
 "$PY" -m harness metric=id_based run.progress=false hydra.run.dir=run1
 test -s run1/summary.json && test -s run1/samples.jsonl && test -s run1/report.html
 "$tmp/venv/bin/harness" metric=non_llm run.progress=false tracking=none hydra.run.dir=run2
+# several variants in one run: each composed from the package's own configs
+"$PY" -m harness 'metric=[id_ranked,non_llm]' run.progress=false tracking=none hydra.run.dir=run3
+"$PY" -c 'import json; v = json.load(open("run3/summary.json"))["variants"]; assert list(v) == ["id_ranked", "non_llm"], v'
 "$PY" -m harness -m metric=id_based,id_ranked run.progress=false hydra.sweep.dir=sweep
 "$PY" -m harness.compare experiment=harness log=false
 "$PY" -m harness.report run1
