@@ -12,11 +12,21 @@ from typing import Any
 BLUE, ORANGE, GREEN, VERMILLION, GREY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#DDDDDD"
 
 
-def write_plots(tally: Any, metric: str, folder: Path) -> list[Path]:
+def plotted(summary: Any) -> tuple[str, bool]:
+    """Whose scores the plots show, and whether the run scored several variants: the run's
+    metric, or the first variant of ``metric=[a,b]`` (the tally's headline)."""
+    variants = getattr(summary, "variants", None)
+    if variants:
+        return str(next(iter(variants))), True
+    return str(summary.metric), False
+
+
+def write_plots(tally: Any, metric: str, folder: Path, several: bool = False) -> list[Path]:
     """Write the run's PNGs into ``folder``; return their paths (none when nothing scored).
 
     ``tally`` is a ``harness.run.loop.Tally`` (its scores, per-rank counts and the
-    evenly spaced verdict map)."""
+    evenly spaced verdict map); ``several``: the run scored several variants, ``metric``
+    the first, whose name then leads every plot's title."""
     if not tally.scores:
         return []
     import logging
@@ -43,14 +53,24 @@ def write_plots(tally: Any, metric: str, folder: Path) -> list[Path]:
     if ranks:
         fig = Figure(figsize=(6, 3.6), layout="constrained")
         by_rank(fig.subplots(), ranks, tally.rank_totals, tally.rank_relevant)
+        if several:
+            _lead(fig, metric)
         save(fig, "precision_by_rank.png")
 
     picked = [item for _, item in tally.verdict_map.pick()]
     if picked and any(v for _, v in picked):
         fig = Figure(figsize=(6, 1.6 + 0.12 * len(picked)), layout="constrained")
         verdict_map(fig.subplots(), picked, tally.n_scored)
+        if several:
+            _lead(fig, metric)
         save(fig, "verdict_map.png")
     return paths
+
+
+def _lead(fig: Any, metric: str) -> None:
+    """Name ``metric`` on a line above the title of ``fig``'s plot."""
+    ax = fig.axes[0]
+    ax.set_title(f"{metric}\n{ax.get_title()}")
 
 
 def histogram(ax: Any, scores: list[float], metric: str) -> None:

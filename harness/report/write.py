@@ -49,7 +49,7 @@ def rebuild_run(run_dir: Path, out: Path | None = None, plots_dir: Path | None =
     """Write the report of the run in ``run_dir`` (its ``summary.json`` and
     ``samples.jsonl``), drawing its plots anew into ``plots_dir`` (default
     ``run_dir/plots``)."""
-    from harness.report.plots import write_plots
+    from harness.report.plots import plotted, write_plots
     from harness.run.loop import Tally
 
     summary_path, rows_path = run_dir / "summary.json", run_dir / "samples.jsonl"
@@ -64,7 +64,8 @@ def rebuild_run(run_dir: Path, out: Path | None = None, plots_dir: Path | None =
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ConfigError(f"{run_dir}: summary.json or samples.jsonl is not a harness "
                           f"run's ({type(e).__name__}: {e})") from None
-    plots = write_plots(tally, summary.metric, plots_dir or run_dir / "plots")
+    metric, several = plotted(summary)
+    plots = write_plots(tally, metric, plots_dir or run_dir / "plots", several)
     return write_html(out or run_dir / REPORT, run_html(summary, kept_rows(tally), plots))
 
 

@@ -23,10 +23,11 @@ class Plots:
     def write(self, done: Finished) -> list[Path]:
         if not done.keeps_artifacts or done.tally is None:
             return []
-        from harness.report.plots import write_plots
+        from harness.report.plots import plotted, write_plots
 
         assert isinstance(done.summary, RunSummary)
-        return write_plots(done.tally, done.summary.metric, done.job.out_dir / "plots")
+        metric, several = plotted(done.summary)
+        return write_plots(done.tally, metric, done.job.out_dir / "plots", several)
 
 
 class Report:
