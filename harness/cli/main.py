@@ -53,15 +53,11 @@ def _refuse_untrusted_hydra_targets(args: list[str]) -> None:
         found += [(m.group(1), m.group(2)) for m in _NESTED_TARGET.finditer(value)]
         for kind, target in found:
             where = key.removesuffix("._target_")
-            try:
-                if kind == "()" or key.endswith(".()"):
-                    raise ConfigError(f"{where}: a logging factory ('()': {target}) would "
-                                      "call code from the command line; refused, nothing "
-                                      "was called")
-                trusted(where, target)
-            except ConfigError as e:
-                print(f"error: {e}", file=sys.stderr)
-                sys.exit(2)
+            if kind == "()" or key.endswith(".()"):
+                raise ConfigError(f"{where}: a logging factory ('()': {target}) would "
+                                  "call code from the command line; refused, nothing "
+                                  "was called")
+            trusted(where, target)
 
 
 def _check_ray_cluster(args: list[str]) -> None:
@@ -70,13 +66,7 @@ def _check_ray_cluster(args: list[str]) -> None:
 
     if ray_check.uses_ray_cluster(args) and not _NO_RUN.difference({"-m", "--multirun"}) \
             .intersection(args):
-        from harness.core.errors import ConfigError
-
-        try:
-            ray_check.check(args)
-        except ConfigError as e:
-            print(f"error: {e}", file=sys.stderr)
-            sys.exit(2)
+        ray_check.check(args)
 
 
 def _signals(args: list[str]) -> list[str]:
@@ -93,13 +83,8 @@ def _config_folders(args: list[str]) -> list[str]:
     """Folders the command line adds to Hydra's search path exist (Hydra would only warn,
     then not find the user's configs): ``hydra.searchpath=[file://DIR]``, ``--config-dir``."""
     from harness.cli.config_args import check_config_folders
-    from harness.core.errors import ConfigError
 
-    try:
-        check_config_folders(args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    check_config_folders(args)
     return args
 
 
@@ -107,13 +92,8 @@ def _metric_variants(args: list[str]) -> list[str]:
     """``metric=[a,b]`` names known options once each, and ``metric.KEY`` a key one of them
     has (``harness.config.variants``): one line and exit 2, not Hydra's dozen."""
     from harness.config.variants import check_command_line
-    from harness.core.errors import ConfigError
 
-    try:
-        check_command_line(args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    check_command_line(args)
     return args
 
 
@@ -172,7 +152,8 @@ def _resolvers(args: list[str]) -> list[str]:
     return args
 
 
-#: What the command does before Hydra sees the command line, in order.
+#: What the command does before Hydra sees the command line, in order. A step that finds
+#: the command line wrong raises ``ConfigError``: one ``error:`` line, exit 2.
 BEFORE_HYDRA: tuple[Callable[[list[str]], list[str]], ...] = (
     _signals, _hide_secrets, _custom_settings, _untrusted_hydra_targets, _config_folders,
     _metric_variants, _ray_cluster, _prewarm_tracker, _sweep_note, _resolvers,
@@ -189,11 +170,16 @@ def main() -> None:
     from harness.cli.signals import exiting, signal_number
     from harness.cli.stderr import hold_stderr
     from harness.config.hints import suggest
+    from harness.core.errors import ConfigError
     from harness.tracking.mlflow.tracker import discard_prewarmed
 
     args = sys.argv[1:]
-    for step in BEFORE_HYDRA:
-        args = step(args)
+    try:
+        for step in BEFORE_HYDRA:
+            args = step(args)
+    except ConfigError as e:  # a step's check of the command line: one line, exit 2
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     sys.argv[1:] = args
     held = hold_stderr()  # Hydra's composition errors, until a hint can lead them
     full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's traceback
