@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -256,18 +257,16 @@ def variant_members(variants: Variants, parts: Parts) -> Metric:
     from harness.metrics.panel import Panel
     from harness.retrievers.boundary import guarded
 
-    members: list[Metric] = [parts.metric]
-    try:
-        for cfg in variants.configs[1:]:
-            for group in ("judge", "prompt"):
-                if uses(cfg, group):
-                    check_missing(cfg, group)
-            members.append(instantiate(cfg, "metric"))
-    except BaseException:
-        for member in members:
-            member.close()
-        raise
-    return Panel(members, names=variants.names, guard=guarded)
+    def member(cfg: DictConfig) -> Metric:
+        for group in ("judge", "prompt"):
+            if uses(cfg, group):
+                check_missing(cfg, group)
+        metric: Metric = instantiate(cfg, "metric")
+        return metric
+
+    return Panel.built([lambda: parts.metric, *(partial(member, cfg)
+                                                for cfg in variants.configs[1:])],
+                       variants.names, guarded)
 
 
 def variant_config(variants: Variants, config: dict[str, Any]) -> dict[str, Any]:

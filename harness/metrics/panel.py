@@ -59,6 +59,21 @@ class Panel:
         self.prevalidate = any(m.prevalidate for m in self.members)
         self.requires = frozenset().union(*(m.requires for m in self.members))
 
+    @classmethod
+    def built(cls, makers: Sequence[Callable[[], Metric]], names: Sequence[str],
+              guard: Guard = _call) -> Panel:
+        """A panel of the members ``makers`` build, in order. When one fails, the members
+        already built are closed (their judges' clients and loops) before the error goes on."""
+        members: list[Metric] = []
+        try:
+            for make in makers:
+                members.append(make())
+        except BaseException:
+            for member in members:
+                member.close()
+            raise
+        return cls(members, names, guard)
+
     @property
     def choice(self) -> str:
         """The option as a command line lists it: ``[id_ranked,non_llm]``."""

@@ -11,6 +11,7 @@ import traceback
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -136,16 +137,9 @@ class ShardWorker:
         if not self.variants:
             metric: Metric = instantiate(cfg, "metric")
             return metric
-        members: list[Metric] = []
-        try:
-            for name in self.variants:
-                own = OmegaConf.create({**self.config, "metric": self.config["metric"][name]})
-                members.append(instantiate(own, "metric"))
-        except BaseException:
-            for member in members:
-                member.close()
-            raise
-        return Panel(members, names=self.variants, guard=guarded)
+        return Panel.built([partial(instantiate, OmegaConf.create(
+            {**self.config, "metric": self.config["metric"][name]}), "metric")
+            for name in self.variants], self.variants, guarded)
 
     def fold(self, starts: dict[str, float]) -> dict[str, float]:
         """The retrieval sums of the shards up to this one (``starts``: those before)."""
