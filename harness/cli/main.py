@@ -93,7 +93,9 @@ def _metric_variants(args: list[str]) -> list[str]:
     has (``harness.config.variants``): one line and exit 2, not Hydra's dozen."""
     from harness.config.variants import check_command_line
 
-    check_command_line(args)
+    if check_command_line(args) and {"-c", "--cfg"}.intersection(args):
+        print("note: --cfg prints Hydra's merge of the listed metric files; a run composes "
+              "each variant on its own (--cfg job metric=NAME prints one)", file=sys.stderr)
     return args
 
 

@@ -116,17 +116,18 @@ def _options(options: Sequence[str] | None) -> str:
     return f"; the options: {', '.join(options)}" if options else ""
 
 
-def check_command_line(args: Sequence[str]) -> None:
+def check_command_line(args: Sequence[str]) -> bool:
     """Before Hydra composes (it would merge the list into one node, or fail on a name it
     cannot find with a dozen lines): each list of ``metric=`` (also each list of a sweep,
     ``-m metric=[a,b],[c]``) names known options once each, and every ``metric.KEY``
     override names a key one of the listed variants has. Best effort: the job checks again
-    on the real compositions."""
+    on the real compositions. Returns whether the command line lists variants."""
     if not any(a.lstrip("+~").startswith("metric") for a in args):
-        return  # nothing to check: the parser is not even loaded
-    parsed = _parsed([a for a in args if not a.startswith("-")])
+        return False  # nothing to check: the parser is not even loaded
+    # overrides only: not the flags, nor a flag's value (--cfg job, --config-dir DIR)
+    parsed = _parsed([a for a in args if not a.startswith("-") and ("=" in a or a[:1] == "~")])
     if not parsed:
-        return
+        return False
     own = not any(a.lstrip("+").startswith(_SEARCH_ARGS) for a in args)
     options = metric_options() if own else None
     lists: list[list[str]] = []
@@ -149,6 +150,7 @@ def check_command_line(args: Sequence[str]) -> None:
                 top = key.split(".")[1]
                 if top not in keys:
                     raise ConfigError(_unknown_key(key, keys))
+    return bool(lists)
 
 
 def _file_keys(names: set[str]) -> set[str]:

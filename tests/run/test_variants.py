@@ -4,8 +4,6 @@ scores every listed variant, each exactly as a run of it alone would."""
 from __future__ import annotations
 
 import json
-import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from conftest import run_cli
 from helpers import mlflow_runs
 from helpers.errors import fails
 from helpers.paths import ROOT
+from helpers.user_code import user_package
 
 TINY = ROOT / "tests" / "data" / "beir_tiny"
 BEIR = ("dataset=beir", f"dataset.path={TINY}", f"dataset.answers={TINY / 'answers.jsonl'}")
@@ -54,12 +53,7 @@ COUNTING = """
 @pytest.fixture
 def counting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A package of a counting retriever on the path; its import name."""
-    name = f"count_{uuid.uuid4().hex[:8]}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    (tmp_path / name / "search.py").write_text(textwrap.dedent(COUNTING))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
+    return user_package(tmp_path, monkeypatch, "count", search=COUNTING)
 
 
 def calls(log: Path) -> list[int]:
@@ -268,3 +262,13 @@ def test_a_sharded_run_of_several_variants_is_the_unsharded_one(tmp_path: Path) 
     assert split.summary()["mean"] == whole.summary()["mean"]
     assert split.rows() == whole.rows()
     assert len({json.dumps(v) for v in whole.summary()["variants"].values()}) == 3
+
+
+def test_printing_the_config_of_a_list_says_each_variant_has_its_own(tmp_path: Path) -> None:
+    result = run_cli("--cfg", "job", "metric=[id_ranked,non_llm]", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr.strip().splitlines() == [
+        "note: --cfg prints Hydra's merge of the listed metric files; a run composes each "
+        "variant on its own (--cfg job metric=NAME prints one)"]
+    single = run_cli("--cfg", "job", "metric=id_ranked", cwd=tmp_path)
+    assert single.returncode == 0 and single.stderr == ""
