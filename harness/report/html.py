@@ -121,7 +121,9 @@ def facts(summary: RunSummary) -> list[tuple[str, str]]:
     out = [
         ("metric", str(summary.metric)),
         ("dataset", f"{options.get('dataset', '?')} ({dataset.get('path')})"),
-        ("mean", "n/a (nothing scored)" if mean is None else _number(mean)),
+        ("mean", ("n/a (nothing scored)" if mean is None else _number(mean))
+         + (f" ({next(iter(summary.variants))}, the first variant)" if summary.variants
+            else "")),
         ("scored", f"{summary.n_scored:,} of {summary.n_samples:,}"),
     ]
     for reason, count in summary.unscored_reasons.items():

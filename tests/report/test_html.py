@@ -298,3 +298,38 @@ def test_a_10000_query_report_opens_and_filters_fast_and_shows_what_was_missed(
         assert driver.save_screenshot(str(tmp_path / "report_10k.png"))
     finally:
         driver.quit()
+
+
+@pytest.mark.browser
+def test_a_report_of_several_variants_in_headless_chromium(tmp_path: Path) -> None:
+    """A section per variant with its own mean, and each sample shows every variant's score,
+    the numbers of summary.json and samples.jsonl as drawn by the browser."""
+    from selenium.webdriver.common.by import By
+
+    listed = ["id_ranked", "non_llm", "llm_with_reference"]
+    result = run_cli(f"metric=[{','.join(listed)}]", "judge=fixture", "tracking=none",
+                     "run.quiet=true", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert report_main([str(result.out_dir)]) == 0  # rebuilt: with its plots
+    variants, rows = result.summary()["variants"], result.rows()
+    driver = chromium()
+    try:
+        driver.get((result.out_dir / "report.html").as_uri())
+        summary = dict(r.text.split(" ", 1) for r in driver.find_elements(
+            By.CSS_SELECTOR, "table.summary tr"))
+        first = f"{variants['id_ranked']['mean']:.4f} (id_ranked, the first variant)"
+        assert summary["mean"] == first
+        headings = driver.find_elements(By.CSS_SELECTOR, "h3[id^='variant-']")
+        assert [h.text for h in headings] == listed
+        for name in listed:
+            table = driver.find_element(By.CSS_SELECTOR, f"#variant-{name} + table.variant")
+            facts = dict(r.text.split(" ", 1) for r in table.find_elements(By.TAG_NAME, "tr"))
+            assert facts["mean"] == f"{variants[name]['mean']:.4f}"
+        q01 = driver.find_element(By.CSS_SELECTOR, '.sample[data-id="q01"]')
+        shown = [v.text for v in q01.find_elements(By.CSS_SELECTOR, ".variant")]
+        first = next(r for r in rows if r["id"] == "q01")["variants"]
+        assert shown == [f"{name} {first[name]['score']:.4f}" for name in listed]
+        assert len(driver.find_elements(By.CSS_SELECTOR, ".plots img")) == 3
+        assert driver.save_screenshot(str(tmp_path / "variants.png"))
+    finally:
+        driver.quit()
