@@ -125,17 +125,24 @@ class MlflowTracesDataset:
 
     def _samples(self) -> list[tuple[RagSample, Origin]]:
         if self._read is None:
-            traces = self._search()
-            self._read = [pair for t in traces for pair in trace_samples(
-                t, self.id_keys, self.question_from, self.span_name)]
-            self._traces = len(traces)
-            if traces and not self._read:
-                raise DatasetError(self.source, f"none of its {len(traces)} traces has a "
+            read: list[tuple[RagSample, Origin]] = []
+            found: set[str] = set()
+            for trace in self._search():  # one page of traces in memory at a time
+                found.add(trace.info.trace_id)
+                read += trace_samples(trace, self.id_keys, self.question_from, self.span_name)
+            missing = sorted(set(self.trace_ids) - found)
+            if missing and self.max_traces is None:
+                raise DatasetError(self.source, f"dataset.trace_ids: not in the experiment "
+                                   f"(or filtered out): {', '.join(missing)}")
+            if found and not read:
+                raise DatasetError(self.source, f"none of its {len(found)} traces has a "
                                    "RETRIEVER span" + (f" named {self.span_name!r}"
                                                        if self.span_name else ""))
+            self._read, self._traces = read, len(found)
         return self._read
 
-    def _search(self) -> list[Any]:
+    def _search(self) -> Iterator[Any]:
+        """The matching traces, oldest first, read a page at a time."""
         from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
@@ -145,26 +152,21 @@ class MlflowTracesDataset:
             if experiment is None:
                 raise DatasetError(self.source, "no such experiment; check "
                                    "dataset.experiment_name and dataset.tracking_uri")
-            traces: list[Any] = []
-            token = None
-            while self.max_traces is None or len(traces) < self.max_traces:
-                want = PAGE if self.max_traces is None else min(PAGE, self.max_traces - len(traces))
+            count, token = 0, None
+            while self.max_traces is None or count < self.max_traces:
+                want = PAGE if self.max_traces is None else min(PAGE, self.max_traces - count)
                 page = client.search_traces(
                     locations=[experiment.experiment_id], filter_string=self.filter() or None,
                     max_results=want, order_by=["timestamp_ms ASC"], page_token=token,
                     run_id=self.run_id)
-                traces.extend(page)
+                count += len(page)
+                yield from page
                 token = page.token
                 if not token:
                     break
         except MlflowException as e:
             raise DatasetError(self.source, f"cannot read the traces "
                                f"({redact_uri(str(e.message).splitlines()[0])})") from None
-        missing = sorted(set(self.trace_ids) - {t.info.trace_id for t in traces})
-        if missing and self.max_traces is None:
-            raise DatasetError(self.source, f"dataset.trace_ids: not in the experiment (or "
-                               f"filtered out): {', '.join(missing)}")
-        return traces
 
     def estimate_count(self) -> int:
         """The number of samples (the traces are read once)."""

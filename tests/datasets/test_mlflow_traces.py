@@ -184,3 +184,18 @@ def _read_from(uri: str, experiment: str) -> list[Any]:
     dataset = MlflowTracesDataset(experiment, uri)
     dataset.check()
     return list(dataset.samples())
+
+
+def test_traces_are_read_a_page_at_a_time_with_the_same_samples(
+        traced: Recorded, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.datasets.mlflow_traces as module
+
+    whole = [(s.id, s.retrieved_context_ids) for s in _read(traced)]
+    monkeypatch.setattr(module, "PAGE", 2)  # five traces: pages of 2, 2 and 1
+    paged = MlflowTracesDataset("rag-app", traced.uri)
+    paged.check()
+    assert [(s.id, s.retrieved_context_ids) for s in paged.samples()] == whole
+    assert paged.describe()["traces"] == 5
+    first_three = MlflowTracesDataset("rag-app", traced.uri, max_traces=3)
+    first_three.check()
+    assert first_three.describe()["traces"] == 3
