@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -25,7 +25,9 @@ class RagSample:
 
     Context ids are normalised to ``str`` when loaded (ragas compares ``str(id)``).
     ``reference_context_grades`` (graded relevance, e.g. BEIR qrels) is parallel to
-    ``reference_context_ids``.
+    ``reference_context_ids``. ``retrieved_context_metadata`` is each retrieved chunk's
+    metadata (JSON values), parallel to ``retrieved_contexts``, where the source records it
+    (a RETRIEVER span of an MLflow trace); it is shown beside each chunk, never scored.
     """
 
     id: str
@@ -37,6 +39,7 @@ class RagSample:
     reference_contexts: tuple[str, ...] | None = None
     reference_context_ids: tuple[str, ...] | None = None
     reference_context_grades: tuple[float, ...] | None = None
+    retrieved_context_metadata: tuple[Mapping[str, Any], ...] | None = None
 
 
 @dataclass(slots=True)

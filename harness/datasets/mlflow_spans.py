@@ -67,15 +67,15 @@ def _json(text: str) -> Any:
         return text
 
 
-def documents(where: str, outputs: Any, id_keys: Sequence[str]) -> tuple[tuple[str, ...],
-                                                                         tuple[str, ...]]:
-    """The ranked documents' texts and ids of a RETRIEVER span's ``outputs``."""
+def documents(where: str, outputs: Any, id_keys: Sequence[str]
+              ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[Mapping[str, Any], ...]]:
+    """The ranked documents' texts, ids and metadata of a RETRIEVER span's ``outputs``."""
     if isinstance(outputs, str):
         outputs = _json(outputs)
     if not isinstance(outputs, list):
         raise DatasetError(where, "the RETRIEVER span's outputs are not a list of documents "
                                   f"(got {type(outputs).__name__}); return MLflow Documents")
-    texts, ids = [], []
+    texts, ids, metadatas = [], [], []
     for rank, doc in enumerate(outputs, 1):
         if not isinstance(doc, Mapping) or not isinstance(doc.get("page_content"), str):
             raise DatasetError(where, f"document {rank} has no page_content text")
@@ -85,7 +85,8 @@ def documents(where: str, outputs: Any, id_keys: Sequence[str]) -> tuple[tuple[s
         ident = next((str(v) for v in found if v not in (None, "")), None)
         texts.append(doc["page_content"])
         ids.append(ident if ident is not None else f"rank-{rank}")
-    return tuple(texts), tuple(ids)
+        metadatas.append(dict(metadata))
+    return tuple(texts), tuple(ids), tuple(metadatas)
 
 
 def expectations(trace: Any) -> dict[str, Any]:
@@ -145,13 +146,14 @@ def trace_samples(trace: Any, id_keys: Sequence[str], question_from: str,
     for span in spans:
         at = f"{where} span {span.name!r}"
         query = text_of(span.inputs, QUESTION_KEYS)
-        texts, ids = documents(at, span.outputs, id_keys) if span.outputs is not None else (
-            None, None)
+        texts, ids, metadata = documents(at, span.outputs, id_keys) if (
+            span.outputs is not None) else (None, None, None)
         ask = question if question_from == "trace" and question is not None else query
         sample = RagSample(
             id=trace_id if len(spans) == 1 else f"{trace_id}/{span.span_id}",
             user_input=ask or question, reference=reference_of(expected), response=response,
             retrieved_contexts=texts, retrieved_context_ids=ids,
-            reference_contexts=reference_contexts, reference_context_ids=reference_ids)
+            reference_contexts=reference_contexts, reference_context_ids=reference_ids,
+            retrieved_context_metadata=metadata if metadata and any(metadata) else None)
         out.append((sample, Origin(trace_id, span.span_id)))
     return out

@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.core.redact import redact_tree
 from harness.core.summary import RunSummary
+from harness.core.text import clip
 from harness.report.templates import RUN, SCRIPT, STYLE
 from harness.run.timing import latency_line
 
@@ -203,6 +204,14 @@ def chunks_of(row: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: v[i] for k, v in lists.items() if i < len(v)} for i in range(n)]
 
 
+def _metadata(metadata: Any) -> list[tuple[str, str]]:
+    """A chunk's metadata as ``(key, value)`` texts for its line (long values clipped)."""
+    if not isinstance(metadata, dict):
+        return []
+    return [(str(k), clip(v if isinstance(v, str) else json.dumps(v), 80))
+            for k, v in metadata.items()]
+
+
 def sample_view(position: int, row: dict[str, Any]) -> dict[str, Any]:
     """What the template shows of one row."""
     scored = row.get("score") is not None
@@ -210,7 +219,9 @@ def sample_view(position: int, row: dict[str, Any]) -> dict[str, Any]:
     for chunk in chunks_of(row):
         verdict = _verdict(chunk.get("verdict")) if scored else None
         css, icon, label = VERDICTS[verdict]
-        numbers = [(k, _number(chunk[k], 3)) for k in ("relevance", "similarity") if k in chunk]
+        numbers: list[tuple[str, str]] = [(k, _number(chunk[k], 3))
+                                          for k in ("relevance", "similarity") if k in chunk]
+        numbers += _metadata(chunk.get("metadata"))
         reason = chunk.get("reason")
         chunks.append({
             "css": css, "icon": icon, "label": label, "extra": numbers,

@@ -158,16 +158,18 @@ def retrieval_metrics(sample: RagSample, ks: Sequence[int], min_grade: float) ->
 
 def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict[str, Any]:
     """``row`` with the sample's ``question`` and its ranked ``chunks`` added: each chunk's
-    ``id``, ``text`` (trimmed to ``chars``), ``verdict``, ``relevance``, ``similarity`` and
-    ``reason``, where the sample or the metric has them."""
+    ``id``, ``text`` (trimmed to ``chars``), ``verdict``, ``relevance``, ``similarity``,
+    ``reason`` and ``metadata``, where the sample or the metric has them."""
     ids, texts = sample.retrieved_context_ids, sample.retrieved_contexts
+    metadata = sample.retrieved_context_metadata
     if chars == 0:
-        texts = None
+        texts = metadata = None
     elif sample.user_input is not None:
         row["question"] = clip(sample.user_input, chars)
     per_chunk = {
         "id": ids, "text": texts, "verdict": row.get("verdicts"), "relevance": row.get("relevance"),
         "similarity": row.get("similarities"), "reason": row.get("reasons"),
+        "metadata": metadata,
     }
     columns = {k: v for k, v in per_chunk.items() if isinstance(v, list | tuple)}
     n = max((len(v) for v in columns.values()), default=0)
@@ -176,6 +178,8 @@ def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict
         chunk = {k: v[i] for k, v in columns.items() if i < len(v)}
         if "text" in chunk:
             chunk["text"] = clip(str(chunk["text"]), chars)
+        if not chunk.get("metadata", True):
+            del chunk["metadata"]  # a chunk without any
         chunks.append(chunk)
     if ids is not None or texts is not None:
         row["chunks"] = chunks

@@ -199,3 +199,30 @@ def test_traces_are_read_a_page_at_a_time_with_the_same_samples(
     first_three = MlflowTracesDataset("rag-app", traced.uri, max_traces=3)
     first_three.check()
     assert first_three.describe()["traces"] == 3
+
+
+def test_each_documents_metadata_comes_with_it_to_the_rows_and_the_report(
+        traced: Recorded, tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    from harness.report.html import sample_view
+
+    samples = {s.id: s for s in _read(traced)}
+    capital = samples[traced.traces["capital of France"]]
+    assert capital.retrieved_context_metadata == tuple(meta for _, _, meta
+                                                       in CORPUS["capital of France"])
+    # documents without any metadata: none recorded
+    assert samples[traced.traces["largest planet"]].retrieved_context_metadata is None
+
+    args = ("metric=id_ranked", "dataset=mlflow_traces", "dataset.experiment_name=rag-app",
+            f"dataset.tracking_uri={traced.uri}", "dataset.tags={env: staging}", "tracking=none")
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [row] = result.rows()
+    assert [c.get("metadata") for c in row["chunks"]] == [
+        {"doc_uri": "d1", "chunk_id": "c1"}, {"doc_uri": "d2", "source": "wiki"}, {"doc_uri": "d3"}]
+    # the report's chunk line: rank, id, then each metadata key and value
+    view = sample_view(0, row)
+    assert view["chunks"][1]["extra"] == [("doc_uri", "d2"), ("source", "wiki")]
+    ids_only = run_cli(*args, "run.row_text_chars=0", cwd=tmp_path)
+    assert all("metadata" not in c for c in ids_only.rows()[0]["chunks"])
