@@ -256,15 +256,19 @@ def test_503s_halve_the_limit_which_then_recovers() -> None:
 @pytest.mark.slow
 def test_a_timeout_halves_the_limit_and_is_retried_under_it() -> None:
     limits: list[float] = []
-    with JudgeServer(labels(200), latency_ms=100, script=["ok"] * 10 + ["hang"],
-                     hang_seconds=5) as server:
-        judge = judge_for(server, max_concurrency=16, timeout=0.5)
-        out, _ = run(judge, 200, lambda: limits.append(judge.transport.pacer.permits()))
+    # the time-out is 20 replies long: only the hung request reaches it, even when a loaded
+    # machine (the slow lane beside process-starting tests) delays replies several-fold;
+    # enough judgements that the run goes on for seconds after it
+    n = 640
+    with JudgeServer(labels(n), latency_ms=100, script=["ok"] * 10 + ["hang"],
+                     hang_seconds=6) as server:
+        judge = judge_for(server, max_concurrency=16, timeout=2.0)
+        out, _ = run(judge, n, lambda: limits.append(judge.transport.pacer.permits()))
     assert not errors(out)
     s = judge.stats
     assert s.timeouts == 1 == s.backoffs == s.retries
     assert server.stats.cancelled == 1  # the hung request, abandoned once
-    assert s.requests == server.stats.requests == 201
+    assert s.requests == server.stats.requests == n + 1
     assert limits[0] == 16 and min(limits) <= 8 < limits[-1]  # halved, then grew
 
 
