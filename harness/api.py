@@ -75,13 +75,13 @@ def evaluate(
     """
     import tempfile
 
-    from harness.config.build import build, instantiate
+    from harness.config.build import instantiate
     from harness.config.compose import composed, custom_settings, job_config
     from harness.config.variants import (
+        build_parts,
         compose_variants,
         metric_options,
         variant_config,
-        variant_members,
     )
     from harness.core.errors import ConfigError
     from harness.core.settings import Job
@@ -93,18 +93,11 @@ def evaluate(
     args = [f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
             "run.report=false", *custom_settings(list(overrides))]
     variants = compose_variants(args, composed, metric_options())
-    cfg = variants.configs[0] if variants is not None else composed(args)
-    parts = build(cfg, dataset=RecordsDataset(samples, fields),
-                  variants=variants.names if variants is not None else ())
-    config = job_config(cfg)
+    cfg, parts = build_parts(composed(args) if variants is None else variants.configs[0],
+                             variants, RecordsDataset(samples, fields))
+    config = variant_config(variants, job_config(cfg))
     if variants is not None:
         metric = variants.choice
-        config = variant_config(variants, config)
-        try:
-            parts.metric = variant_members(variants, parts)
-        except BaseException:
-            parts.close()
-            raise
     if parts.settings.shards > 1:
         parts.close()
         raise ConfigError("run.shards: the Python API scores samples in this process; shard a "

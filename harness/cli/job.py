@@ -13,13 +13,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.config.build import build, instantiate, uses
+from harness.config.build import instantiate, uses
 from harness.config.compose import job_config
 from harness.config.variants import (
+    build_parts,
     compose_variants,
     variant_choices,
     variant_config,
-    variant_members,
 )
 from harness.core import secrets as cli_secrets
 from harness.core.errors import ConfigError, GateFailed, HarnessError, Interrupted, RunFailed
@@ -59,26 +59,16 @@ def run(cfg: DictConfig) -> JobValue:
         given = OmegaConf.to_container(hc.overrides.task, resolve=False)  # as typed: ${..}
         assert isinstance(given, list)
         variants = compose_variants([str(a) for a in given], _hydra_compose(hc.job.config_name))
-        if variants is not None:  # metric=[a,b]: each variant composed on its own
-            cfg = variants.configs[0]
-        parts = build(cfg, variants=variants.names if variants is not None else ())
-        if variants is not None:
-            try:
-                parts.metric = variant_members(variants, parts)
-            except BaseException:
-                parts.close()
-                raise
+        cfg, parts = build_parts(cfg, variants)  # metric=[a,b]: each variant on its own
         if parts.settings.shards > 1:  # one evaluation, scored by workers (harness.shards)
             from harness.shards import sharded
 
             parts.task = sharded(parts.task)
         choices = choices_of(cfg, parts, dict(hc.runtime.choices))
-        config = job_config(cfg)
         if variants is not None:
             choices = variant_choices(variants, choices, dict(hc.runtime.choices))
-            config = variant_config(variants, config)
         job = Job(
-            config=config,
+            config=variant_config(variants, job_config(cfg)),
             out_dir=out_dir,
             choices=choices,
             run_name=run_name(list(hc.overrides.task), choices.get("metric"), multirun),

@@ -21,7 +21,7 @@ from harness.core.errors import ConfigError, closest
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-    from harness.core.protocols import Metric, Parts
+    from harness.core.protocols import Dataset, Metric, Parts
 
 #: Arguments that add config folders: then an option may come from the user's own files.
 _SEARCH_ARGS = ("hydra.searchpath", "--config-dir", "-cd", "--config-path", "-cp")
@@ -252,29 +252,39 @@ def variant_choices(variants: Variants, choices: dict[str, str],
     return out
 
 
-def variant_members(variants: Variants, parts: Parts) -> Metric:
-    """The run's metric: a ``Panel`` of every listed variant (``parts.metric``, built from
-    the first variant's config, leads); the others built from their own configs."""
-    from harness.config.build import check_missing, instantiate, uses
+def build_parts(cfg: DictConfig, variants: Variants | None,
+                dataset: Dataset | None = None) -> tuple[DictConfig, Parts]:
+    """The job's config and parts (``harness.config.build.build``); with several variants,
+    the first one's config, and as the metric a ``Panel`` of every listed variant, each
+    built from its own config (all of them closed if one cannot be built)."""
+    from harness.config.build import build, check_missing, instantiate, uses
     from harness.metrics.panel import Panel
     from harness.retrievers.boundary import guarded
 
-    def member(cfg: DictConfig) -> Metric:
+    if variants is None:
+        return cfg, build(cfg, dataset=dataset)
+    parts = build(variants.configs[0], dataset=dataset, variants=variants.names)
+
+    def member(own: DictConfig) -> Metric:
         for group in ("judge", "prompt"):
-            if uses(cfg, group):
-                check_missing(cfg, group)
-        metric: Metric = instantiate(cfg, "metric")
+            if uses(own, group):
+                check_missing(own, group)
+        metric: Metric = instantiate(own, "metric")
         return metric
 
-    return Panel.built([lambda: parts.metric, *(partial(member, cfg)
-                                                for cfg in variants.configs[1:])],
-                       variants.names, guarded)
+    first = parts.metric  # Panel.built closes it too when a later one fails
+    parts.metric = Panel.built([lambda: first, *(partial(member, own)
+                                                 for own in variants.configs[1:])],
+                               variants.names, guarded)
+    return variants.configs[0], parts
 
 
-def variant_config(variants: Variants, config: dict[str, Any]) -> dict[str, Any]:
-    """The job's config with ``metric`` as ``{variant: its metric node}``."""
+def variant_config(variants: Variants | None, config: dict[str, Any]) -> dict[str, Any]:
+    """The job's config, with several variants ``metric`` as ``{variant: its metric node}``."""
     from harness.config.compose import job_config
 
+    if variants is None:
+        return config
     out = dict(config)
     out["metric"] = {name: job_config(cfg)["metric"]
                      for name, cfg in zip(variants.names, variants.configs, strict=True)}

@@ -232,7 +232,7 @@ class RunSummary:
             lines.append(f"Judge `{judge}`, prompt `{prompt}`.")
         mean = self.mean
         lines.append(
-            f"Mean {'n/a' if mean is None else f'{mean:.4f}'} over {self.n_scored} scored of "
+            f"Mean {_four(mean)} over {self.n_scored} scored of "
             f"{self.n_samples} samples ({self.n_unscored} unscored)."
         )
         if self.variants:

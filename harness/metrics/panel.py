@@ -74,11 +74,6 @@ class Panel:
             raise
         return cls(members, names, guard)
 
-    @property
-    def choice(self) -> str:
-        """The option as a command line lists it: ``[id_ranked,non_llm]``."""
-        return "[" + ",".join(self.names) + "]"
-
     def _guarded(self, i: int, call: str, work: Callable[[], T]) -> T:
         result: T = self.guard(f"metric {self.names[i]}", call, work)
         return result

@@ -240,9 +240,7 @@ def variant_rows(variants: dict[str, Any] | None) -> list[tuple[str, str]]:
     """One row per variant of a run of several: its name, mean and scored/unscored."""
     rows = []
     for name, v in (variants or {}).items():
-        mean = v.get("mean")
-        shown = "n/a" if mean is None else f"{mean:.4f}"
-        rows.append(("variant", f"{name}: mean {shown}, {v.get('n_scored')} scored, "
+        rows.append(("variant", f"{name}: mean {_fmt(v.get('mean'))}, {v.get('n_scored')} scored, "
                                 f"{v.get('n_unscored')} unscored"))
     return rows
 
