@@ -8,7 +8,11 @@
 One sample per query of the run that has judgments (trec_eval's default; ``complete=true``
 adds the judged queries the run lacks, with nothing retrieved, as ``trec_eval -c``). Each
 query's documents are ranked as trec_eval ranks them: by score, highest first, ties by
-document id in descending order; the rank column is read but not used. With ``queries``
+document id in descending order; the rank column is read but not used. Scores are kept
+as C ``float`` before ranking, as trec_eval 9.x and pytrec_eval keep them (``score_type:
+double``: as trec_eval 10.0), so scores closer than a float's precision tie. Comment lines
+(``#``), blank lines and text after a run line's tag are skipped, a fractional grade is
+truncated (as trec_eval does: ``trec_files``). With ``queries``
 (a TSV of ``qid<TAB>text`` or BEIR's ``queries.jsonl``) the samples have their questions,
 and with ``corpus`` (a documents file, as ``dataset.corpus`` of the file datasets) the
 retrieved and relevant documents have their texts, for the string and LLM-judged variants.
@@ -25,6 +29,7 @@ from typing import Any
 
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.types import Corpus, Document, RagSample
+from harness.core.validation import check_value
 from harness.datasets.beir.files import load_answers
 from harness.datasets.documents import combined_sha256, corpus_file
 from harness.datasets.files import batched
@@ -32,6 +37,7 @@ from harness.datasets.reading import file_sha256, setting_path, stat_file
 from harness.datasets.trec_files import (
     Judged,
     Ranked,
+    ScoreType,
     load_run,
     load_trec_qrels,
     load_trec_queries,
@@ -57,6 +63,9 @@ class TrecDataset:
             LLM-judged variants (as ``dataset=beir``'s).
         min_grade: The lowest grade that counts as relevant (trec_eval's ``-l``).
         complete: Also score the judged queries the run lacks, as 0 (``trec_eval -c``).
+        score_type: How the run's scores are kept before ranking: ``float`` (C float, as
+            trec_eval 9.x and pytrec_eval: scores within a float's precision tie, and the
+            greater document id wins) or ``double`` (as trec_eval 10.0).
         limit: Use only the first N queries (null: all).
     """
 
@@ -72,6 +81,7 @@ class TrecDataset:
         min_grade: float = 1,
         complete: bool = False,
         limit: int | None = None,
+        score_type: ScoreType = "float",
     ) -> None:
         self.run_path = _required("run", run, "qid Q0 docid rank score tag")
         self.qrels_path = _required("qrels", qrels, "qid 0 docid grade")
@@ -91,11 +101,14 @@ class TrecDataset:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                                   or limit < 0):
             raise ConfigError(f"dataset.limit: expected an integer >= 0 or null, got {limit!r}")
+        check_value("dataset.score_type", ScoreType, score_type)
         self.min_grade, self.complete, self.limit = float(min_grade), complete, limit
+        self.score_type: ScoreType = score_type
         self.source = str(self.run_path)
         self._run: dict[str, Ranked] | None = None
         self._tags: set[str] = set()
         self._qrels: dict[str, Judged] | None = None
+        self._fractional: list[int] = []
         self._queries: dict[str, str] | None = None
         self._answers: dict[str, str] | None = None
 
@@ -128,12 +141,12 @@ class TrecDataset:
 
     def _load(self) -> tuple[dict[str, Ranked], dict[str, Judged], dict[str, str]]:
         if self._run is None:
-            self._run, self._tags = load_run(self.run_path)
+            self._run, self._tags = load_run(self.run_path, self.score_type)
             if not self._run:
                 raise DatasetError(str(self.run_path), "holds no ranked document "
                                    "(lines of qid Q0 docid rank score tag; dataset.run)")
         if self._qrels is None:
-            self._qrels = load_trec_qrels(self.qrels_path)
+            self._qrels, self._fractional = load_trec_qrels(self.qrels_path)
             if not self._qrels:
                 raise DatasetError(str(self.qrels_path), "holds no judgment (lines of qid 0 "
                                    "docid grade; dataset.qrels)")
@@ -217,7 +230,9 @@ class TrecDataset:
             "run": str(self.run_path),
             "qrels": str(self.qrels_path),
             "run_tags": sorted(self._tags)[:10],
-            "order": "score descending, ties by document id descending (trec_eval)",
+            "order": f"score (as C {self.score_type}) descending, ties by document id "
+                     "descending (trec_eval)",
+            "score_type": self.score_type,
             "queries": len(selected),
             "queries_with_relevant": sum(
                 1 for q in selected if any(g >= self.min_grade for _, g in qrels[q])
@@ -228,6 +243,9 @@ class TrecDataset:
             "grades": dict(sorted(grades.items(), key=lambda kv: float(kv[0]))),
             "min_grade": self.min_grade,
         }
+        if self._fractional:  # as trec_eval reads them; said, as the grades above show
+            out["fractional_grades_truncated"] = len(self._fractional)
+            out["fractional_grades_lines"] = self._fractional[:5]
         if self.queries_path is not None:
             out["queries_file"] = str(self.queries_path)
             out["queries_without_text"] = sum(1 for q in selected if q not in queries)

@@ -1,13 +1,24 @@
 """Readers of TREC files: a run (``qid Q0 docid rank score tag``), qrels (``qid 0 docid
 grade``) and queries (``qid<TAB>text``, or BEIR's ``queries.jsonl``). Columns are separated
-by any whitespace, as trec_eval reads them; each malformed line is a one-line
-``DatasetError`` naming the file, line and column."""
+by any whitespace (CR included), as trec_eval reads them; each malformed line is a one-line
+``DatasetError`` naming the file, line and column.
+
+What trec_eval accepts, we accept, and read as it does: a line whose first non-blank
+character is ``#`` is a comment (trec_eval 10.0); blank lines are skipped; a run line's
+columns after the tag are ignored (trec_eval 9 and 10); a fractional grade is truncated
+toward zero (trec_eval's ``atol``: ``2.5`` is 2). What it refuses, we refuse: a document
+listed twice for a query of the run, a document judged twice for a query of the qrels.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
+
+import numpy as np
 
 from harness.core.errors import DatasetError
 from harness.datasets.beir.files import load_queries
@@ -18,27 +29,35 @@ from harness.datasets.reading import decode_line, read_lines
 Ranked = list[tuple[str, float]]
 #: One query's judged documents: ``(document id, grade)``, in file order.
 Judged = list[tuple[str, float]]
+#: How a run's scores are kept before ranking: C ``float`` (trec_eval 9.x, pytrec_eval)
+#: or ``double`` (trec_eval 10.0).
+ScoreType = Literal["float", "double"]
 
 RUN_COLUMNS = ("query_id", "Q0", "doc_id", "rank", "score", "tag")
 QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "relevance")
+#: A grade as ``atol`` reads it whole: an integer, optionally with a fraction to drop.
+_GRADE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)")
 
 
-def _rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
-    """``(line, cells)`` of each non-blank line, which must have ``len(columns)`` cells
-    (strict UTF-8 decoding leaves no lone surrogate to check for)."""
+def _rows(path: Path, columns: tuple[str, ...], more: bool = False
+          ) -> Iterator[tuple[int, list[str]]]:
+    """``(line, cells)`` of each line that is neither blank nor a comment (first non-blank
+    character ``#``): ``len(columns)`` cells, or more with ``more`` (the rest dropped).
+    Strict UTF-8 decoding leaves no lone surrogate to check for."""
     width = len(columns)
     for number, raw in read_lines(path):
         cells = decode_line(raw, path, number).split()
-        if len(cells) != width:
-            if not cells:
-                continue
+        if not cells or cells[0].startswith("#"):
+            continue
+        if len(cells) != width and not (more and len(cells) > width):
+            then = ", then anything" if more else ""
             raise DatasetError(
                 str(path),
-                f"expected {width} whitespace-separated columns ({' '.join(columns)}), "
-                f"got {len(cells)}",
+                f"expected {width} whitespace-separated columns ({' '.join(columns)}"
+                f"{then}), got {len(cells)}",
                 line=number,
             )
-        yield number, cells
+        yield number, cells[:width]
 
 
 def _number(path: Path, text: str, line: int, field: str) -> float:
@@ -52,20 +71,45 @@ def _number(path: Path, text: str, line: int, field: str) -> float:
     return value
 
 
-def trec_order(ranked: Ranked) -> Ranked:
-    """trec_eval's ranking: score descending, ties by document id descending (its
-    ``strcmp`` on the ids; Python compares code points, the order of UTF-8 bytes). The
-    rank column is ignored, as trec_eval ignores it."""
-    by_id = sorted(ranked, key=lambda pair: pair[0], reverse=True)
-    return sorted(by_id, key=lambda pair: -pair[1])
+def _grade(path: Path, text: str, line: int) -> tuple[int, bool]:
+    """``(grade, had a fraction)``: ``text`` truncated toward zero, as trec_eval's ``atol``
+    reads a grade (``2.5`` is 2, ``-0.5`` is 0); a form ``atol`` would read otherwise than
+    written (``1e3``, ``0x10``, ``nan``) is a ``DatasetError``."""
+    if not _GRADE.fullmatch(text):
+        raise DatasetError(
+            str(path), f"expected an integer grade, got {text!r}", line=line, field="relevance"
+        )
+    whole, dot, fraction = text.partition(".")
+    value = int(whole) if whole.strip("+-") else 0
+    return value, bool(dot) and fraction.strip("0") != ""
 
 
-def load_run(path: Path) -> tuple[dict[str, Ranked], set[str]]:
+def kept_scores(scores: list[float], score_type: ScoreType = "float") -> list[float]:
+    """The scores as trec_eval keeps them: rounded to C ``float`` (trec_eval 9.x and
+    pytrec_eval: ``12.3456784`` and ``12.3456781`` are then equal, and beyond 3.4e38 a
+    score is infinite) or kept as ``double`` (trec_eval 10.0)."""
+    if score_type == "double":
+        return list(scores)
+    with np.errstate(over="ignore"):
+        return [float(s) for s in np.asarray(scores, dtype=np.float64).astype(np.float32)]
+
+
+def trec_order(ranked: Ranked, score_type: ScoreType = "float") -> Ranked:
+    """trec_eval's ranking: score (as ``kept_scores`` keeps it) descending, ties by
+    document id descending (its ``strcmp`` on the ids; Python compares code points, the
+    order of UTF-8 bytes). The rank column is ignored, as trec_eval ignores it. The pairs
+    keep the scores as written."""
+    kept = kept_scores([s for _, s in ranked], score_type)
+    by_id = sorted(zip(kept, ranked, strict=True), key=lambda pair: pair[1][0], reverse=True)
+    return [pair for _, pair in sorted(by_id, key=lambda kp: -kp[0])]
+
+
+def load_run(path: Path, score_type: ScoreType = "float") -> tuple[dict[str, Ranked], set[str]]:
     """``{query id: documents best first}`` (queries in order of first appearance) and
-    the run's tags; a document listed twice for a query is an error."""
+    the run's tags; a document listed twice for a query is an error, as in trec_eval."""
     run: dict[str, dict[str, tuple[float, int]]] = {}
     tags: set[str] = set()
-    for line, (qid, _, did, rank, score, tag) in _rows(path, RUN_COLUMNS):
+    for line, (qid, _, did, rank, score, tag) in _rows(path, RUN_COLUMNS, more=True):
         try:
             int(rank)
         except ValueError:
@@ -78,31 +122,38 @@ def load_run(path: Path) -> tuple[dict[str, Ranked], set[str]]:
             raise DatasetError(
                 str(path),
                 f"query {qid!r} lists document {did!r} again (first on line {docs[did][1]}); "
-                "a run ranks each document once",
+                "a run ranks each document once (trec_eval refuses duplicate docs): keep one",
                 line=line, field="doc_id",
             )
         docs[did] = (value, line)
         tags.add(tag)
-    ordered = {q: trec_order([(d, s) for d, (s, _) in docs.items()]) for q, docs in run.items()}
+    ordered = {q: trec_order([(d, s) for d, (s, _) in docs.items()], score_type)
+               for q, docs in run.items()}
     return ordered, tags
 
 
-def load_trec_qrels(path: Path) -> dict[str, Judged]:
-    """``{query id: judged documents}``; a repeated judgment must repeat its grade."""
+def load_trec_qrels(path: Path) -> tuple[dict[str, Judged], list[int]]:
+    """``{query id: judged documents}`` and the lines whose grade had a fraction (truncated,
+    as trec_eval does); a document judged twice for a query is an error, as in trec_eval."""
     qrels: dict[str, dict[str, tuple[float, int]]] = {}
+    fractional: list[int] = []
     for line, (qid, _, did, grade_text) in _rows(path, QRELS_COLUMNS):
-        grade = _number(path, grade_text, line, "relevance")
+        grade, cut = _grade(path, grade_text, line)
+        if cut:
+            fractional.append(line)
         judged = qrels.setdefault(qid, {})
-        if did in judged and judged[did][0] != grade:
+        if did in judged:
             before, at = judged[did]
+            said = (f"judged {grade:g} here and {before:g} on line {at}" if grade != before
+                    else f"judged again (first on line {at})")
             raise DatasetError(
                 str(path),
-                f"query {qid!r}, document {did!r} judged {grade:g} here and {before:g} on "
-                f"line {at}",
-                line=line, field="relevance",
+                f"query {qid!r}, document {did!r} {said}; trec_eval refuses a document "
+                "judged twice: keep one judgment",
+                line=line, field="relevance" if grade != before else "doc_id",
             )
-        judged.setdefault(did, (grade, line))
-    return {q: [(d, g) for d, (g, _) in docs.items()] for q, docs in qrels.items()}
+        judged[did] = (float(grade), line)
+    return {q: [(d, g) for d, (g, _) in docs.items()] for q, docs in qrels.items()}, fractional
 
 
 def load_trec_queries(path: Path) -> dict[str, str]:
