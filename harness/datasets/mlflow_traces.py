@@ -89,16 +89,19 @@ class MlflowTracesDataset:
 
     def write_feedback(self, rows: Path, metric: str) -> str | None:
         """With ``dataset.feedback``, the verdicts of ``rows`` (this run's ``samples.jsonl``)
-        as assessments on the traces they came from; a note of what was written."""
+        as assessments on the RETRIEVER spans they were read from (each variant's, in a run of
+        several); a note of what was written."""
         if not self.feedback:
             return None
         from harness.datasets.mlflow_feedback import write_feedback
 
+        spans = {sample_id: (o.trace_id, o.span_id) for sample_id, o in self.origins().items()}
         with open(rows, encoding="utf-8") as lines:
             done = write_feedback((json.loads(line) for line in lines if line.strip()),
-                                  self.tracking_uri, metric)
-        return (f"wrote {done.assessments} assessments ({metric}) onto {done.traces} traces of "
-                f"{self.source}" + (f", replacing {done.replaced}" if done.replaced else ""))
+                                  self.tracking_uri, metric, spans)
+        return (f"wrote {done.assessments} assessments ({', '.join(done.metrics) or metric}) "
+                f"onto {done.traces} traces of {self.source}"
+                + (f", replacing {done.replaced}" if done.replaced else ""))
 
     def filter(self) -> str:
         """The MLflow filter string of the settings."""
