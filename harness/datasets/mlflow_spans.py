@@ -3,6 +3,8 @@ and outputs as question and response, its expectations as the reference.
 
 MLflow's retriever-span format: ``outputs`` is a list of documents
 ``{"page_content": str, "metadata": {"doc_uri": ..., "chunk_id": ...}, "id": ...}``.
+Credentials in a ``doc_uri`` (``https://user:pass@host``, ``?token=``) are masked as it is
+read, in the ids and the metadata alike, so no row, report or artifact holds them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.errors import DatasetError
+from harness.core.redact import redact, redact_tree
 from harness.core.types import RagSample
 
 #: Keys a question or a span's query is read from, in order (a lone string value otherwise).
@@ -82,10 +85,11 @@ def documents(where: str, outputs: Any, id_keys: Sequence[str]
         given = doc.get("metadata")
         metadata: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         found = [doc.get("id") if key == "id" else metadata.get(key) for key in id_keys]
-        ident = next((str(v) for v in found if v not in (None, "")), None)
+        ident = next((redact(str(v)) for v in found if v not in (None, "")), None)
         texts.append(doc["page_content"])
         ids.append(ident if ident is not None else f"rank-{rank}")
-        metadatas.append(dict(metadata))
+        # a doc_uri's credentials (https://user:pass@host, ?token=) go no further than here
+        metadatas.append(redact_tree(dict(metadata)))
     return tuple(texts), tuple(ids), tuple(metadatas)
 
 
@@ -120,7 +124,8 @@ def reference_contexts_of(where: str, expected: Mapping[str, Any], id_keys: Sequ
     if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
         raise DatasetError(where, f"expectation {EXPECTED_CONTEXT!r} is not a list of "
                                   "{doc_uri, content} mappings")
-    ids = [next((str(v[k]) for k in id_keys if v.get(k) not in (None, "")), None) for v in value]
+    ids = [next((redact(str(v[k])) for k in id_keys if v.get(k) not in (None, "")), None)
+           for v in value]  # masked as the retrieved ids are: they still match
     texts = [v.get("content") for v in value]
     return (tuple(str(t) for t in texts) if all(isinstance(t, str) for t in texts) else None,
             tuple(i for i in ids if i is not None) if all(ids) else None)
