@@ -165,14 +165,12 @@ def main(cfg: DictConfig) -> JobValue | None:
         print(line, file=sys.stderr)
         sys.exit(code)
     except KeyboardInterrupt as e:
-        from harness.cli.signals import exiting
+        from hydra.core.hydra_config import HydraConfig
 
-        signum = e.signum if isinstance(e, Interrupted) else 2
-        print(
-            f"interrupted (signal {signum}): the MLflow run is marked KILLED; finished rows are "
-            "in samples.jsonl.partial and judge verdicts in the cache, so rerunning resumes",
-            file=sys.stderr,
-        )
+        from harness.cli.signals import exiting, stopped_line
+
+        # what was running, the rows kept and where, the tracked run's fate
+        print(stopped_line(e, Path(HydraConfig.get().runtime.output_dir)), file=sys.stderr)
         sys.exit(exiting(e))
 
 

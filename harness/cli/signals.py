@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 from harness.core.errors import Interrupted
@@ -76,3 +77,68 @@ def stops(command: str, what: str = "nothing was written") -> Iterator[None]:
         for signum, handler in previous.items():
             if handler is not None:
                 signal.signal(signum, handler)
+
+
+def stopped_line(error: KeyboardInterrupt, out_dir: Path) -> str:
+    """The one line of a job stopped by a signal: what was running (the retriever, the
+    judge, the metric, the writer), how many rows were kept and where, and what became of
+    the tracked run (``harness.run.record.tracked`` marks the error with it)."""
+    from harness.run.outputs.rows import kept
+
+    signum = signal_number(error)
+    doing = running(error)
+    line = f"interrupted (signal {signum}){f' while {doing} was running' if doing else ''}: "
+    partials = sorted(out_dir.glob("*.jsonl.partial"))
+    finished = [p for p in sorted(out_dir.glob("*.jsonl")) if p.name != "harness.jsonl"]
+    if partials:
+        line += "; ".join(kept(p) for p in partials)
+    elif finished:
+        line += f"every row was scored and is in {finished[0]}"
+    else:
+        line += f"no row was scored; nothing is kept in {out_dir}"
+    run = getattr(error, "stopped_run", None) or {}
+    if run.get("backend") == "mlflow":
+        line += "; the MLflow run is marked KILLED"
+    elif run.get("backend") not in (None, "none"):
+        line += f"; the {run['backend']} run is marked KILLED"
+    if run.get("judged"):
+        line += "; the judge's verdicts so far are in its cache, so rerunning resumes"
+    return line
+
+
+#: ``(file ending, function or "")`` -> how the line names what ran there (innermost wins).
+_ROLES = (("harness/run/timing.py", ""), ("harness/run/loop.py", "evaluate"),
+          ("harness/metrics/judged.py", ""), ("harness/run/loop.py", "write"),
+          ("harness/run/outputs/", ""), ("harness/run/record.py", "finish"),
+          ("harness/shards/__init__.py", "score_shards"))
+
+
+def running(error: BaseException) -> str | None:
+    """What ``error`` (a signal) stopped, from the frames it passed through: ``retriever
+    mypkg.search.Slow``, ``metric id_ranked``, ``the judge of metric llm_with_reference``,
+    ``the writer of the outputs``, ``the sharded scoring``; ``None``: none of them."""
+    found: str | None = None
+    tb = error.__traceback__
+    while tb is not None:
+        code, local = tb.tb_frame.f_code, tb.tb_frame.f_locals
+        path = code.co_filename.replace("\\", "/")
+        for ending, function in _ROLES:
+            if "/" + ending in path and function in ("", code.co_name):
+                found = _role(ending, local) or found
+                break
+        tb = tb.tb_next
+    return found
+
+
+def _role(ending: str, local: dict[str, object]) -> str | None:
+    owner = local.get("self")
+    if ending == "harness/run/timing.py":
+        component = getattr(owner, "component", None)
+        return component if isinstance(component, str) else "the retriever"
+    if ending == "harness/run/loop.py" and "component" in local:  # evaluate
+        return str(local["component"])
+    if ending == "harness/metrics/judged.py":
+        return f"the judge of metric {getattr(owner, 'name', '')}".rstrip()
+    if ending == "harness/shards/__init__.py":
+        return "the sharded scoring"
+    return "the writer of the outputs"

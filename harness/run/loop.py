@@ -80,6 +80,7 @@ def evaluate(
             tally.retrieval_depth = max(tally.retrieval_depth, len(sample.retrieved_context_ids))
             for name, value in values.items():
                 tally.retrieval[name] = tally.retrieval.get(name, 0.0) + value
+        tally.note_ids(sample)
         if result.score is None and result.error:
             result.error = redact(result.error)
         row = explain_low_scores(explained(result.to_row(), sample, row_text_chars), sample,

@@ -15,6 +15,7 @@ from harness.core.types import RagSample
 from harness.metrics.panel import Panel
 from harness.retrievers.boundary import guarded
 from harness.run.loop import Tally, evaluate
+from harness.run.questions import check_all, watched
 from harness.run.timing import Timed
 
 
@@ -59,7 +60,8 @@ def prepare_retriever(parts: Parts) -> None:
 
 def _load_for_judging(parts: Parts) -> list[RagSample]:
     """Read and validate every record, and check the endpoint, before the first judge call."""
-    samples = parts.retriever.retrieve_batch(list(parts.dataset.samples(parts.settings.limit)))
+    read = check_all(parts, list(parts.dataset.samples(parts.settings.limit)))
+    samples = parts.retriever.retrieve_batch(read)
     if not samples:
         raise DatasetError(parts.dataset.source, "contains no records")
     metric = parts.metric
@@ -86,7 +88,8 @@ def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
     if parts.metric.prevalidate:
         samples = _load_for_judging(parts)
         return (samples[i : i + size] for i in range(0, len(samples), size)), len(samples)
-    batches = map(parts.retriever.retrieve_batch, parts.dataset.batches(size, parts.settings.limit))
+    batches = map(parts.retriever.retrieve_batch,
+                  watched(parts, parts.dataset.batches(size, parts.settings.limit)))
     return batches, parts.dataset.estimate_count()
 
 

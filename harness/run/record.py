@@ -56,9 +56,19 @@ def tracked(
         parts.tracker.abort("FAILED" if job.multirun else "DELETE")
         discard()
         raise
-    except BaseException:
+    except BaseException as e:
         parts.tracker.abort("KILLED")
+        # for the interrupted line: the tracked run's fate, and whether a judge's verdicts
+        # are in its cache
+        e.stopped_run = {"backend": _backend(parts), "judged": bool(parts.metric.prevalidate)}  # type: ignore[attr-defined]
         raise
+
+
+def _backend(parts: Parts) -> str:
+    try:
+        return str(parts.tracker.describe().get("backend", "none"))
+    except Exception:  # noqa: BLE001 - only for a line's words
+        return "none"
 
 
 def finish(

@@ -16,6 +16,7 @@ an interruption stops them all. Either way the shards' files are removed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -151,6 +152,9 @@ def score_shards(
         except OSError as e:  # the shards' rows are there: the run's rows file is not
             raise OutputError(f"cannot write {getattr(sink, 'name', 'the rows file')} "
                               f"({reason(e)}){hint(e)}; the shards' rows are not kept") from None
+    except KeyboardInterrupt:  # the workers are stopped: keep what each shard scored
+        kept_rows([Path(w.rows) for w in workers], sink)
+        raise
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     timed = parts.retriever
@@ -163,6 +167,20 @@ def score_shards(
         timed.inner = Prepared(results[0].retriever, timed.needs_corpus)
     into.duration_s = time.perf_counter() - into.started
     return into
+
+
+def kept_rows(shards: list[Path], sink: TextIO) -> None:
+    """An interrupted run: append each shard's whole rows so far to ``sink`` (the partial
+    rows file), shard after shard: each shard's rows in order, with the gap of its unscored
+    samples before the next shard's."""
+    with contextlib.suppress(OSError):
+        sink.flush()
+    for path in shards:
+        with contextlib.suppress(OSError):
+            data = path.read_bytes()
+            sink.buffer.write(data[: data.rfind(b"\n") + 1])  # no row cut by the stop
+    with contextlib.suppress(OSError):
+        sink.flush()
 
 
 def append(source: Path, sink: BinaryIO) -> None:

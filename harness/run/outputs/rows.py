@@ -10,6 +10,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import ComponentFailed, JudgeUnavailable
 from harness.core.text import writable
 from harness.run.outputs.folder import OutputError, hint, reason
 
@@ -21,16 +22,40 @@ def streamed(path: Path) -> Iterator[Path]:
     """Rows go to ``PATH.partial``; the caller renames it with ``finalise`` when done.
 
     An ``OSError`` while writing (disk full) becomes one ``OutputError`` naming the file;
-    the partial file stays, clearly incomplete by its name.
+    the partial file stays, clearly incomplete by its name. The line of a run that stops
+    keeping its rows (a component failed, the judge went away, an output could not be
+    written) says how many rows were kept, and where.
     """
     partial = partial_of(path)
     try:
         yield partial
     except OSError as e:
         raise OutputError(
-            f"cannot write {partial} ({reason(e)}){hint(e)}; the rows written so far are "
-            "kept there"
+            f"cannot write {partial} ({reason(e)}){hint(e)}; {kept(partial)}"
         ) from None
+    except (ComponentFailed, JudgeUnavailable, OutputError) as e:  # the run stops, rows kept
+        if len(e.args) == 1 and isinstance(e.args[0], str) and "kept in" not in e.args[0]:
+            line = e.args[0].removesuffix(_SO_FAR)  # the loop's words, without the count
+            e.args = (f"{line}; {kept(partial)}",)
+        raise
+
+
+def kept(partial: Path) -> str:
+    """``N rows scored before it are kept in PARTIAL``: for the line of a run that
+    stopped (its rows file counted, newlines only: a row cut by a full disk is not one)."""
+    count = 0
+    try:
+        with open(partial, "rb") as rows:
+            while chunk := rows.read(1 << 20):
+                count += chunk.count(b"\n")
+    except OSError:
+        return f"no rows are kept ({partial} cannot be read)"
+    if count == 1:
+        return f"1 row scored before it is kept in {partial}"
+    return f"{count:,} rows scored before it are kept in {partial}"
+
+
+_SO_FAR = "; the rows written so far are kept there"
 
 
 def partial_of(path: Path) -> Path:
