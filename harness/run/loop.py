@@ -6,11 +6,11 @@ It knows nothing of Hydra or MLflow, so the CLI, the Python API and tests share 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from harness.core.errors import ComponentFailed
-from harness.core.protocols import Metric
+from harness.core.protocols import Metric, Retriever
 from harness.core.redact import redact
 from harness.core.text import clip
 from harness.core.types import RagSample, SampleResult
@@ -28,9 +28,42 @@ from harness.run.tally import (  # their home was this module: still importable 
     Tally,
     significant,
 )
+from harness.run.timing import Timed
 
-__all__ = ["MAP_SAMPLES", "MAX_RANK", "REPORT_ROWS", "REPORT_UNSCORED", "Scores", "Tally",
-           "evaluate", "explained", "retrieval_metrics", "significant"]
+__all__ = ["FLUSH_S", "MAP_SAMPLES", "MAX_RANK", "REPORT_ROWS", "REPORT_UNSCORED", "Scores",
+           "Tally", "evaluate", "explained", "retrieval_metrics", "retrieved", "significant"]
+
+#: Seconds of searching after which the samples found so far are scored and their rows
+#: written: a slow retriever's rows reach ``samples.jsonl.partial`` about every second, not
+#: once per batch of ``run.batch_size`` (1,024) samples, so an interrupted run keeps them.
+FLUSH_S = 1.0
+
+
+def retrieved(retriever: Retriever, batches: Iterable[list[RagSample]],
+              every: float = FLUSH_S) -> Iterator[list[RagSample]]:
+    """Each batch with its retrieval. A ``Timed`` retriever that searches (``per_call``
+    questions per call) hands on what it has found whenever ``every`` seconds have passed
+    since the last hand-over, so those samples are scored and written as they come (a fast
+    search still hands on whole batches), and what it found before a search that failed or
+    was interrupted. What is searched, and how, is unchanged."""
+    per_call = retriever.per_call if isinstance(retriever, Timed) else None
+    search = retriever.retrieve_batch
+    for batch in batches:
+        if per_call is None or len(batch) <= per_call:
+            yield search(batch)
+            continue
+        began, found = time.monotonic(), []
+        for start in range(0, len(batch), per_call):
+            try:
+                found.extend(search(batch[start : start + per_call]))
+            except BaseException:  # a failed search, a signal: what was found is scored
+                if found:
+                    yield found  # the loop scores and writes these, then asks again:
+                raise  # the search's error (or the signal) goes on from here
+            if time.monotonic() - began >= every and start + per_call < len(batch):
+                yield found
+                began, found = time.monotonic(), []
+        yield found
 
 
 def evaluate(

@@ -14,7 +14,7 @@ from harness.core.settings import RunSettings
 from harness.core.types import RagSample
 from harness.metrics.panel import Panel
 from harness.retrievers.boundary import guarded
-from harness.run.loop import Tally, evaluate
+from harness.run.loop import Tally, evaluate, retrieved
 from harness.run.questions import check_all, watched
 from harness.run.timing import Timed
 
@@ -88,8 +88,9 @@ def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
     if parts.metric.prevalidate:
         samples = _load_for_judging(parts)
         return (samples[i : i + size] for i in range(0, len(samples), size)), len(samples)
-    batches = map(parts.retriever.retrieve_batch,
-                  watched(parts, parts.dataset.batches(size, parts.settings.limit)))
+    # a slow search hands on what it found about every second (rows kept if interrupted)
+    batches = retrieved(parts.retriever,
+                        watched(parts, parts.dataset.batches(size, parts.settings.limit)))
     return batches, parts.dataset.estimate_count()
 
 
