@@ -28,7 +28,8 @@ class RunSettings:
         limit: Score only the first N samples (smoke runs); null for all.
         batch_size: Samples scored per batch (memory stays flat on any file size).
         max_unscored_frac: Fail the run (exit code 3, outputs still written) when more
-            than this fraction of samples is unscored; null for no limit.
+            than this fraction of samples is unscored (0.5 by default: a mean over fewer
+            than half the samples does not describe the dataset); 1 or null for no limit.
         progress: Show a progress bar on stderr for work longer than a second.
         quiet: Print nothing but errors (for CI logs).
         objective: The logged metric a job returns to a sweeper and a sweep's parent run
@@ -63,7 +64,7 @@ class RunSettings:
     seed: int = 0
     limit: Annotated[int, Range(ge=0)] | None = None
     batch_size: Annotated[int, Range(ge=1)] = 1024
-    max_unscored_frac: Annotated[float, Range(ge=0, le=1)] | None = None
+    max_unscored_frac: Annotated[float, Range(ge=0, le=1)] | None = 0.5
     progress: bool = True
     quiet: bool = False
     objective: str | list[str] = "mean"

@@ -55,6 +55,7 @@ class CorpusFile:
         self.format = corpus_format(path)
         self._corpus: Corpus | None = None
         self._records = 0
+        self._refs: tuple[set[str], set[str]] | None = None
 
     def check(self) -> None:
         """A ``DatasetError`` when the file is missing or is not a readable file."""
@@ -98,19 +99,46 @@ class CorpusFile:
         }
         if samples is None:
             return out
-        known = {d.id for d in docs}
-        referenced: set[str] = set()
         try:
-            for sample in samples():
-                referenced.update(sample.reference_context_ids or ())
+            referenced, missing = self._references(samples)
         except DatasetError:
             return out  # the run already read them; a file changed since is said elsewhere
-        missing = referenced - known
         out["reference_ids"] = len(referenced)
         out["reference_ids_missing_from_corpus"] = len(missing)
         if missing:
             out["reference_ids_missing_examples"] = sorted(missing)[:5]
         return out
+
+    def check_references(
+        self, samples: Callable[[], Iterable[RagSample]], field: str = "reference_context_ids"
+    ) -> None:
+        """A ``DatasetError`` naming ``field`` (the samples' column of reference ids) when
+        the samples name reference ids and none of them is a document id of the corpus:
+        written in another form (``os/path/join`` for ``os.path.join``), or another corpus.
+        Some missing are counted (``describe``) and said on the console."""
+        referenced, missing = self._references(samples)
+        if not referenced or len(missing) < len(referenced):
+            return
+        theirs = sorted(referenced)[0]
+        ours = nearest(theirs, [d.id for d in self.corpus().documents])
+        raise DatasetError(
+            _source(samples), f"none of the {len(referenced)} reference ids is a document id "
+            f"of the corpus {self.path} (a reference id: {theirs!r}; a corpus id: {ours!r}); "
+            "write them as the corpus does, or give dataset.corpus the documents they name",
+            field=field,
+        )
+
+    def _references(
+        self, samples: Callable[[], Iterable[RagSample]]
+    ) -> tuple[set[str], set[str]]:
+        """The reference ids the samples name, and those the corpus lacks (read once)."""
+        if self._refs is None:
+            known = {d.id for d in self.corpus().documents}
+            referenced: set[str] = set()
+            for sample in samples():
+                referenced.update(sample.reference_context_ids or ())
+            self._refs = referenced, referenced - known
+        return self._refs
 
     def _records_of(self) -> Iterator[tuple[int, dict[str, Any]]]:
         if self.format == "parquet":
@@ -173,6 +201,20 @@ def _csv_records(path: Path, delimiter: str) -> Iterator[tuple[int, dict[str, An
             yield reader.line_num, record
     except csv.Error as e:
         raise DatasetError(str(path), f"malformed CSV ({e})", line=reader.line_num) from None
+
+
+def nearest(name: str, ids: list[str], scan: int = 5000) -> str:
+    """The id among (the first ``scan`` of) ``ids`` most like ``name``, for a hint."""
+    import difflib
+
+    shown = ids[:scan]
+    match = difflib.get_close_matches(name, shown, n=1, cutoff=0.0)
+    return match[0] if match else ids[0]
+
+
+def _source(samples: Callable[[], Iterable[RagSample]]) -> str:
+    """The file ``samples`` (a dataset's bound ``samples``) reads, for messages."""
+    return str(getattr(getattr(samples, "__self__", None), "source", "the dataset"))
 
 
 def corpus_file(value: object) -> CorpusFile | None:

@@ -97,8 +97,13 @@ class FileDataset:
         return out if self.documents is None else {**out, **self.documents.describe(self.samples)}
 
     def corpus(self) -> Corpus | None:
-        """The documents of ``dataset.corpus``; None without one."""
-        return None if self.documents is None else self.documents.corpus()
+        """The documents of ``dataset.corpus``; None without one. A ``DatasetError`` when
+        no reference id of the samples is among them (``CorpusFile.check_references``)."""
+        if self.documents is None:
+            return None
+        corpus = self.documents.corpus()
+        self.documents.check_references(self.samples, self.fields["reference_context_ids"])
+        return corpus
 
     def sha256(self) -> str:
         """Content hash of the whole file (computed while reading when read to the end;

@@ -191,6 +191,7 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
         rows.append(("unscored", f"{count} × {reason}"))
     if summary.success is not None:
         rows.append(("success rate", f"{summary.success:.1%}"))
+    rows += [("warning", line) for line in data_warnings(summary.dataset)]
     rows += variant_rows(summary.variants)
     retrieval = summary.retrieval
     if retrieval:
@@ -234,6 +235,42 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
         rows += ui_lines(tracked.tracking_uri, tracked.experiment_id, tracked.run_id)
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+#: The fewest queries whose retrievals all miss their reference ids that are said aloud.
+MIN_QUERIES = 5
+
+
+def data_warnings(dataset: dict[str, Any]) -> list[str]:
+    """What the data's counts say is probably wrong (``summary.json``'s ``dataset``):
+    reference ids (judged documents) the corpus lacks, which no retriever can return."""
+    lines = []
+    for lacking, total, examples, what in (
+        ("reference_ids_missing_from_corpus", "reference_ids", "reference_ids_missing_examples",
+         "reference ids"),
+        ("qrels_docs_missing_from_corpus", None, "qrels_docs_missing_examples",
+         "documents judged in the qrels"),
+    ):
+        missing = dataset.get(lacking)
+        if not isinstance(missing, int) or not missing:
+            continue
+        of = f" of {dataset[total]}" if total and isinstance(dataset.get(total), int) else ""
+        shown = dataset.get(examples) or []
+        eg = f" (e.g. {shown[0]!r})" if shown else ""
+        corpus = dataset.get("corpus") or "the corpus"
+        lines.append(f"{missing:,}{of} {what} are not in {corpus}{eg}: no retriever can "
+                     "return them, so they count as misses; are the ids written as the "
+                     "corpus writes them?")
+    queries = dataset.get("queries_with_ids")
+    matched = dataset.get("queries_retrieving_a_reference_id")
+    if isinstance(queries, int) and queries >= MIN_QUERIES and matched == 0:
+        pair = dataset.get("ids_example")
+        shown = (f" (e.g. retrieved {pair.get('retrieved')!r}, reference "
+                 f"{pair.get('reference')!r})" if isinstance(pair, dict) else "")
+        lines.append(f"none of the {queries:,} queries retrieved any of its reference "
+                     f"(judged) ids{shown}: are the retrieved ids written as the reference "
+                     "ids (the qrels) write them?")
+    return lines
 
 
 def variant_rows(variants: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ from harness.core.protocols import Parts
 from harness.core.settings import Job, RunSettings
 from harness.core.summary import TIMING_METRICS, VARIANT_METRICS
 from harness.metrics.retrieval import logged_names
-from harness.run.loop import Tally
+from harness.run.loop import Scores, Tally
 
 #: What ``run.fail_under`` holds: a floor on the mean, or a floor (ceiling) per metric.
 FailUnder = float | Mapping[str, float] | None
@@ -98,6 +98,9 @@ def fail_under(
         if mean is None:
             return (f"nothing was scored, so no mean to hold to run.fail_under={threshold} "
                     f"({out_dir})")
+        if math.isnan(mean):
+            return (f"mean is NaN (not a number), which holds to no run.fail_under={threshold} "
+                    f"({out_dir})")
         if mean < threshold:
             return f"mean {_shown(mean, threshold)} is below run.fail_under={threshold} ({out_dir})"
         return None
@@ -117,6 +120,9 @@ def _missed(values: Mapping[str, float | None], name: str, bound: float) -> str 
     value = values.get(metric)
     if value is None:
         return f"{metric}: not logged by this run{_why_absent(values, metric)}"
+    if math.isnan(value):  # compares false both ways: it would pass a floor and a ceiling
+        bound_kind = "ceiling" if ceiling else "floor"
+        return f"{metric} is NaN (not a number), which holds to no {bound_kind}"
     if ceiling and value > bound:
         return f"{metric} {_shown(value, bound)} is above its ceiling {bound:g}"
     if not ceiling and value < bound:
@@ -145,21 +151,33 @@ def _shown(value: float, bound: float) -> str:
         repr(value))
 
 
-def broken_limit(tally: Tally, job: Job, parts: Parts, rows: Path) -> str | None:
-    """Why the finished run fails (exit 3, outputs kept), or ``None``: nothing scored, or
-    more unscored than ``run.max_unscored_frac``."""
+def broken_limit(tally: Scores, job: Job, parts: Parts, rows: Path,
+                 variant: str | None = None) -> str | None:
+    """Why the finished run fails (exit 3, outputs kept), or ``None``: nothing scored
+    (unless ``run.max_unscored_frac=1``), or more unscored than ``run.max_unscored_frac``
+    (0.5 by default: a mean over fewer than half the samples is not the dataset's). In a
+    run of several variants each one's limits, as in a run of it alone (the first listed
+    that breaks one is named)."""
     frac = parts.settings.max_unscored_frac
-    if frac is None and tally.n_scored == 0:
-        return nothing_scored(tally, job, parts.metric.name, rows)
+    if isinstance(tally, Tally) and tally.variants:
+        return next((why for name, scores in tally.variants.items()
+                     if (why := broken_limit(scores, job, parts, rows, name))), None)
+    if tally.n_scored == 0 and (frac is None or frac < 1):
+        return nothing_scored(tally, job, variant or parts.metric.name, rows)
     if frac is not None and tally.n_unscored > frac * tally.n_samples:
+        reasons = "; ".join(f"{n} × {r}" for r, n in tally.reasons.most_common(3))
+        share = tally.n_unscored / tally.n_samples
         return (
-            f"{tally.n_unscored} of {tally.n_samples} samples are unscored, more than "
-            f"run.max_unscored_frac={frac}; see {rows}"
+            (f"metric {variant}: " if variant else "")
+            + f"{tally.n_unscored} of {tally.n_samples} samples ({share:.0%}) are unscored, "
+            f"more than run.max_unscored_frac={frac:g}: the mean covers only "
+            f"{tally.n_scored}; {reasons}; rows with each reason are in {rows} "
+            "(set run.max_unscored_frac=1 to accept such a run)"
         )
     return None
 
 
-def nothing_scored(tally: Tally, job: Job, metric: str, rows: Path) -> str:
+def nothing_scored(tally: Scores, job: Job, metric: str, rows: Path) -> str:
     """Why a run that scored no sample failed: the commonest reason, the mapping behind it."""
     reason, count = tally.reasons.most_common(1)[0]
     line = (

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.errors import headline
-from harness.core.types import SampleResult
+from harness.core.types import RagSample, SampleResult
 from harness.metrics.retrieval import retrieval_summary
 from harness.run.sampling import Evenly
 
@@ -126,6 +126,34 @@ class Tally(Scores):
     )
     started: float = field(default_factory=time.perf_counter)
     duration_s: float = 0.0
+    #: Samples with both retrieved and reference ids; those whose retrieval holds one of
+    #: its reference ids; a retrieved and a reference id of one that holds none.
+    id_queries: int = 0
+    id_matched: int = 0
+    id_example: tuple[str, str] | None = None
+
+    def note_ids(self, sample: RagSample) -> None:
+        """Count whether ``sample``'s retrieved ids meet its reference (judged) ids: a run
+        where none ever does most likely writes its ids otherwise than the qrels."""
+        got, refs = sample.retrieved_context_ids, sample.reference_context_ids
+        if not got or not refs:
+            return
+        self.id_queries += 1
+        if not set(got).isdisjoint(refs):
+            self.id_matched += 1
+        elif self.id_example is None:
+            self.id_example = (got[0], refs[0])
+
+    def id_counts(self) -> dict[str, Any]:
+        """``summary.json``'s ``dataset`` counts of retrieved ids meeting reference ids."""
+        if not self.id_queries:
+            return {}
+        out: dict[str, Any] = {"queries_with_ids": self.id_queries,
+                               "queries_retrieving_a_reference_id": self.id_matched}
+        if not self.id_matched and self.id_example is not None:
+            out["ids_example"] = {"retrieved": self.id_example[0],
+                                  "reference": self.id_example[1]}
+        return out
 
     def record(self, result: SampleResult, row: dict[str, Any]) -> None:
         """Count one sample's outcome (``row`` is its ``samples.jsonl`` row)."""

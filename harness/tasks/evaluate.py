@@ -67,7 +67,8 @@ class Evaluate:
         failure = broken_limit(tally, job, parts, rows)
         gate = fail_under(summary.metrics(), parts.settings.fail_under, job.out_dir)
         if parts.settings.fail_under is not None:
-            summary.gate = {"fail_under": parts.settings.fail_under, "passed": gate is None}
+            summary.gate = {"fail_under": parts.settings.fail_under,
+                            "passed": gate is None and failure is None}  # never past a limit
         tracked_run = finish(parts, job, summary, EVALUATE, rows=rows, tally=tally,
                              status="FAILED" if failure else "FINISHED")
         print_summary(summary, job, parts.settings.quiet, tracked_run)
@@ -124,7 +125,8 @@ def summarise(parts: Parts, job: Job, tally: Tally, timed: Timed) -> RunSummary:
     core = tally.summary()
     success = core.pop("success_rate", _NONE)
     summary = RunSummary(**core, options=job.choices, config=used,
-                         dataset={**parts.dataset.describe(), "sha256": parts.dataset.sha256()},
+                         dataset={**parts.dataset.describe(), **tally.id_counts(),
+                                  "sha256": parts.dataset.sha256()},
                          retriever=parts.retriever.describe(), judge=judge, prompt=prompt,
                          described=described, tracking=parts.tracker.describe(),
                          harness_version=__version__, output_dir=str(job.out_dir),

@@ -182,6 +182,15 @@ class BeirDataset:
         it changes when the indexed text does, not with queries, qrels or metadata)."""
         if self._corpus is None:
             docs = self._load_documents()
+            judged = sorted({d for q in self._selected() for d, _ in self._load_qrels()[q]})
+            if docs and judged and all(d not in self._docs for d in judged):
+                from harness.datasets.documents import nearest
+
+                raise DatasetError(  # ids spelt otherwise, or another dataset's qrels
+                    str(self.qrels_path), f"none of the {len(judged)} documents it judges is "
+                    f"in {self.corpus_path} (a judged id: {judged[0]!r}; a corpus id: "
+                    f"{nearest(judged[0], [d.id for d in docs])!r}); the qrels and the corpus "
+                    "must name documents alike", field="corpus-id")
             self._corpus = Corpus(docs, documents_key(docs))
         return self._corpus
 

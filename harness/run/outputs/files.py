@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,31 @@ def write_text(path: Path, text: str) -> Path:
 
 
 
+#: The key a JSON output lists where a NaN or infinity was written as ``null`` under.
+NON_FINITE = "non_finite_as_null"
+
+
+def finite(data: Any, where: str = "", found: list[str] | None = None) -> Any:
+    """``data`` with every NaN and infinity as ``None`` (JSON has neither); the dotted
+    path of each goes to ``found``."""
+    if isinstance(data, float) and not math.isfinite(data):
+        if found is not None:
+            found.append(where or "(the value)")
+        return None
+    if isinstance(data, dict):
+        return {k: finite(v, f"{where}.{k}" if where else str(k), found)
+                for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [finite(v, f"{where}[{i}]", found) for i, v in enumerate(data)]
+    return data
+
+
 def write_json(path: Path, data: Any) -> Path:
-    """Write ``data`` as indented UTF-8 JSON, whole, without credentials."""
-    return write_text(path, json.dumps(redact_tree(data), indent=2, ensure_ascii=False) + "\n")
+    """Write ``data`` as indented UTF-8 JSON, whole, without credentials; a NaN or an
+    infinity is written as ``null``, and an object's ``non_finite_as_null`` lists where."""
+    found: list[str] = []
+    data = finite(data, found=found)
+    if found and isinstance(data, dict):
+        data[NON_FINITE] = found
+    text = json.dumps(redact_tree(data), indent=2, ensure_ascii=False, allow_nan=False)
+    return write_text(path, text + "\n")
