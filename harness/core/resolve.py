@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import keyword
 import signal
 import sys
 import types
@@ -87,6 +88,36 @@ def user_code(where: str, what: str) -> Iterator[None]:
                           "another exception") from None
 
 
+def path_fault(path: str) -> str | None:
+    """What makes ``path`` no import path (``mypkg.search..R``: an empty name; ``.R``,
+    ``R.``, ``my-pkg.R``, ``mypkg.class.R``), or ``None`` if it is one: judged on the text
+    alone, before anything is imported."""
+    if not path.strip():
+        return "it is empty"
+    if path != path.strip():
+        return "it has spaces around it"
+    for i, part in enumerate(path.split(".")):
+        if not part:
+            return ("it starts with a dot" if i == 0 else "it ends with a dot"
+                    if path.endswith(".") and i == path.count(".") else
+                    "it has an empty name between two dots")
+        if not part.isidentifier():
+            return f"{part!r} is not a Python name"
+        if keyword.iskeyword(part):
+            return f"{part!r} is a Python keyword, not a module or attribute name"
+    return None
+
+
+def check_path(where: str, path: str) -> str:
+    """``path`` if it is an import path by its text (``path_fault``); else a one-line
+    ``ConfigError`` naming the fault: nothing was imported."""
+    fault = path_fault(path)
+    if fault is not None:
+        raise ConfigError(f"{where}: {path!r} is not an import path ({fault}); write dotted "
+                          "Python names such as mypkg.search.MyRetriever; nothing was imported")
+    return path
+
+
 def _import(where: str, name: str) -> types.ModuleType:
     """Import the user's module ``name``; its failure is one ``ConfigError`` naming it."""
     try:
@@ -108,7 +139,7 @@ def resolve(where: str, path: str, packages: tuple[str, ...]) -> Any:
     defines the object found. Nothing is called (importing the trusted package runs its
     code, as trusting it allows); a one-line ``ConfigError`` otherwise.
     """
-    parts = path.split(".")
+    parts = check_path(where, path).split(".")
     if any(p.startswith("__") for p in parts):
         raise ConfigError(f"{where}: {path!r} names a dunder attribute; name a class or "
                           "function of your package (nothing was imported)")

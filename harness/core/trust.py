@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.core import moved
 from harness.core.errors import ConfigError, closest
-from harness.core.resolve import resolve, untrustable
+from harness.core.resolve import check_path, resolve, untrustable
 
 #: The package's configs, where Hydra finds them wherever the package is installed (a wheel in
 #: site-packages or a checkout): the package ``harness.conf``.
@@ -163,8 +163,11 @@ def trusted(where: str, target: Any) -> str:
     """``target`` if it is a harness component (``component_targets``) or the user trusts
     it, else a one-line ``ConfigError``.
 
-    A check of the string alone: nothing is imported.
+    A check of the string alone: nothing is imported (a malformed path, ``mypkg.search..R``,
+    is refused by its text first).
     """
+    if isinstance(target, str):
+        check_path(f"{where}._target_", target)
     if isinstance(target, str) and (_component(target) or user_trusted(target)):
         return target
     hint = closest(target, component_targets()) if isinstance(target, str) else ""
@@ -183,6 +186,8 @@ def trusted(where: str, target: Any) -> str:
 def check_trusted(where: str, path: Any) -> str:
     """``path`` if the user's trust setting admits it, else a one-line ``ConfigError``
     (nothing is imported)."""
+    if isinstance(path, str):
+        check_path(where, path)
     if not isinstance(path, str) or not user_trusted(path):
         raise ConfigError(f"{where}: {path!r} is not trusted; {_how_to_trust(path)}; "
                           "nothing was imported")
