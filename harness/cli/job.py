@@ -18,6 +18,7 @@ from harness.config.compose import job_config
 from harness.config.variants import (
     build_parts,
     compose_variants,
+    search_overrides,
     variant_choices,
     variant_config,
 )
@@ -58,7 +59,8 @@ def run(cfg: DictConfig) -> JobValue:
         scrub_hydra_files(out_dir)
         given = OmegaConf.to_container(hc.overrides.task, resolve=False)  # as typed: ${..}
         assert isinstance(given, list)
-        variants = compose_variants([str(a) for a in given], _hydra_compose(hc.job.config_name))
+        variants = compose_variants([str(a) for a in given], _hydra_compose(hc.job.config_name),
+                                    searched=search_overrides(hc.overrides.hydra))
         cfg, parts = build_parts(cfg, variants)  # metric=[a,b]: each variant on its own
         if parts.settings.shards > 1:  # one evaluation, scored by workers (harness.shards)
             from harness.shards import sharded

@@ -79,6 +79,15 @@ def _signals(args: list[str]) -> list[str]:
     return args
 
 
+def _override_syntax(args: list[str]) -> list[str]:
+    """Overrides Hydra's grammar cannot read (a list the shell split at a space, ``#`` or
+    ``=`` in a value) are one line, exit 1; ``~/docs.jsonl`` is the home folder's file
+    (``harness.config.syntax``)."""
+    from harness.config.syntax import check_syntax
+
+    return check_syntax(args)
+
+
 def _config_folders(args: list[str]) -> list[str]:
     """Folders the command line adds to Hydra's search path exist (Hydra would only warn,
     then not find the user's configs): ``hydra.searchpath=[file://DIR]``, ``--config-dir``."""
@@ -155,9 +164,11 @@ def _resolvers(args: list[str]) -> list[str]:
 
 
 #: What the command does before Hydra sees the command line, in order. A step that finds
-#: the command line wrong raises ``ConfigError``: one ``error:`` line, exit 2.
+#: the command line wrong raises ``ConfigError``: one ``error:`` line, exit 2 (1 for a
+#: ``ComposeError``: an unknown option, an override Hydra's grammar cannot read).
 BEFORE_HYDRA: tuple[Callable[[list[str]], list[str]], ...] = (
-    _signals, _hide_secrets, _custom_settings, _untrusted_hydra_targets, _config_folders,
+    _signals, _hide_secrets, _custom_settings, _untrusted_hydra_targets, _override_syntax,
+    _config_folders,
     _metric_variants, _ray_cluster, _prewarm_tracker, _sweep_note, _resolvers,
 )
 
@@ -171,7 +182,7 @@ def main() -> None:
     interruption outside a job, one line and 128 + the signal's number."""
     from harness.cli.signals import exiting, signal_number
     from harness.cli.stderr import hold_stderr
-    from harness.config.hints import suggest
+    from harness.config.hints import ComposeError, suggest
     from harness.core.errors import ConfigError
     from harness.tracking.mlflow.tracker import discard_prewarmed
 
@@ -180,8 +191,8 @@ def main() -> None:
         for step in BEFORE_HYDRA:
             args = step(args)
     except ConfigError as e:  # a step's check of the command line: one line, exit 2
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        print(f"error: {e}", file=sys.stderr)  # (1: it cannot compose, as Hydra's own)
+        sys.exit(1 if isinstance(e, ComposeError) else 2)
     sys.argv[1:] = args
     held = hold_stderr()  # Hydra's composition errors, until a hint can lead them
     full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's traceback

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.core.errors import ConfigError
 from harness.core.trust import CONFIG_DIR
+
+
+class ComposeError(ConfigError):
+    """The command line cannot be composed: an unknown option of a group, an override Hydra's
+    grammar cannot read. Exit 1, as Hydra's own composition errors, led by a did-you-mean."""
 
 
 def sweep_note(args: list[str]) -> str | None:
@@ -61,18 +67,21 @@ def _suggest(args: list[str]) -> str | None:
             continue
         (picks if "." not in key and "/" not in key else keys).append(arg)
     valid_picks = []
+    folders = [conf, *_user_folders(args)]
     for arg in picks:
         key, value = arg.split("=", 1)
         if key in groups:
-            options = sorted(f.stem for f in (conf / key).glob("*.yaml"))
-            if value in options or "," in value:
+            options = sorted({f.stem for d in folders for f in (d / key).glob("*.yaml")})
+            names = _list_items(value)
+            unknown = [n for n in names if n not in options]
+            if not unknown or ("," in value and not value.startswith("[")):
                 valid_picks.append(arg)
-            elif (Path("conf") / key / f"{value}.yaml").is_file() and not any(
-                    a.lstrip("+").startswith("hydra.searchpath=") for a in args):
+                continue
+            value = unknown[0]
+            if (Path("conf") / key / f"{value}.yaml").is_file() and len(folders) == 1:
                 return (f"hint: '{value}' is in ./conf/{key}/{value}.yaml, which Hydra reads "
                         "once you add hydra.searchpath=[file://conf]")
-            else:
-                return f"hint: '{value}' is not a {key} option{closest(value, options)}"
+            return f"hint: '{value}' is not a {key} option{closest(value, options)}"
         elif not key.isidentifier() or key in ("experiment_name", "run", "trusted_targets"):
             continue
         else:
@@ -98,5 +107,34 @@ def _suggest(args: list[str]) -> str | None:
                 )
             if OmegaConf.is_missing(node, part):
                 break  # a value left as ???: a leaf, and a setting
+            if node[part] is None and i + 1 < len(path):  # run.fail_under.KEY: null has no keys
+                name, rest = ".".join(path[: i + 1]), ".".join(path[i + 1:])
+                value = arg.split("=", 1)[1]
+                return (f"hint: '{name}' is null, so it has no setting '{rest}'; set it "
+                        f"whole: '{name}={{{rest}: {value}}}'")
             node = node[part]
     return None
+
+
+def _list_items(value: str) -> list[str]:
+    """The names of a list value (``[a,b]``), or the value itself."""
+    inner = value.strip()
+    if inner.startswith("[") and inner.endswith("]"):
+        return [x.strip().strip("'\"") for x in inner[1:-1].split(",") if x.strip()]
+    return [inner]
+
+
+def _user_folders(args: list[str]) -> list[Path]:
+    """The config folders the command line adds (``hydra.searchpath=[file://DIR]``,
+    ``--config-dir DIR``): their options are options too."""
+    out = []
+    for i, arg in enumerate(args):
+        key, sep, value = arg.partition("=")
+        if sep and key.lstrip("+") == "hydra.searchpath":
+            out += [Path(x.removeprefix("file://")) for x in _list_items(value)
+                    if x.startswith("file://")]
+        elif key in ("--config-dir", "-cd") and sep:
+            out.append(Path(value))
+        elif arg in ("--config-dir", "-cd") and i + 1 < len(args):
+            out.append(Path(args[i + 1]))
+    return out

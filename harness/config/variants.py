@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.config.hints import ComposeError
 from harness.core.errors import ConfigError, closest
 
 if TYPE_CHECKING:
@@ -99,17 +100,16 @@ def listed(overrides: Sequence[str], options: Sequence[str] | None = None) -> Li
 
 def check_names(names: Sequence[str], options: Sequence[str] | None) -> None:
     """One ``ConfigError`` line for an empty list, a duplicate or an unknown option."""
-    shown = "[" + ",".join(names) + "]"
     if not names:
         raise ConfigError("metric=[]: no variant listed; name one or more metric options, "
                           f"e.g. metric=[id_ranked,non_llm]{_options(options)}")
     for i, name in enumerate(names):
         if name in names[:i]:
-            raise ConfigError(f"metric={shown}: {name!r} is listed twice; list each variant "
-                              "once")
-        if options is not None and name not in options:
-            raise ConfigError(f"metric={shown}: {name!r} is not a metric option"
-                              f"{closest(name, options)}{_options(options)}")
+            raise ConfigError(f"metric=[{','.join(names)}]: {name!r} is listed twice; list "
+                              "each variant once")
+        if options is not None and name not in options:  # as Hydra's for metric=NAME
+            raise ComposeError(f"{name!r} is not a metric option{closest(name, options)}"
+                               f"{_options(options)}")
 
 
 def _options(options: Sequence[str] | None) -> str:
@@ -149,7 +149,7 @@ def check_command_line(args: Sequence[str]) -> bool:
             if key.startswith("metric.") and not override.is_add() and not override.package:
                 top = key.split(".")[1]
                 if top not in keys:
-                    raise ConfigError(_unknown_key(key, keys))
+                    raise ComposeError(_unknown_key(key, keys))
     return bool(lists)
 
 
@@ -183,11 +183,12 @@ def _has(node: Any, path: Sequence[str]) -> bool:
 
 def compose_variants(
     overrides: Sequence[str], compose: Callable[[list[str]], DictConfig],
-    options: Sequence[str] | None = None,
+    options: Sequence[str] | None = None, searched: Sequence[str] = (),
 ) -> Variants | None:
     """Each listed variant's config, composed by ``compose`` (Hydra's, in the running app;
     ``harness.config.compose.composed`` in the Python API), or ``None`` when the overrides
-    list fewer than two variants.
+    list fewer than two variants. ``searched``: ``hydra.searchpath`` overrides added to each
+    composition (``search_overrides``): a variant finds the user's config folders.
 
     Raises:
         ConfigError: A duplicate or unknown name in the list, or a ``metric.KEY`` override
@@ -198,6 +199,8 @@ def compose_variants(
         return None
     parsed = _parsed(overrides) or []
     base = list(overrides)
+    plain, extra = compose, list(searched)
+    compose = (lambda given: plain([*given, *extra])) if extra else plain  # noqa: E731
     keyed = [i for i, o in enumerate(parsed) if o.key_or_group.startswith("metric.")
              and not o.package]
     configs: list[DictConfig] = []
@@ -221,6 +224,12 @@ def compose_variants(
         if i not in used:
             raise ConfigError(_unknown_key(parsed[i].key_or_group, seen - {"_target_"}))
     return Variants(found.names, configs, [_choices(cfg) for cfg in configs])
+
+
+def search_overrides(hydra_overrides: Sequence[Any]) -> list[str]:
+    """The ``hydra.searchpath`` overrides among Hydra's own (``hc.overrides.hydra``)."""
+    return [str(a) for a in hydra_overrides
+            if str(a).lstrip("+~").partition("=")[0] == "hydra.searchpath"]
 
 
 def _choices(cfg: DictConfig) -> dict[str, Any]:
