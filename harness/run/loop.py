@@ -16,7 +16,7 @@ from harness.core.text import clip
 from harness.core.types import RagSample, SampleResult
 from harness.metrics.retrieval import at_cutoffs, sample_grades
 from harness.retrievers.boundary import guarded, quote
-from harness.run.missed import explain_low_scores
+from harness.run.missed import CorpusTexts, explain_low_scores
 from harness.run.outputs import OutputError, json_line
 from harness.run.outputs.folder import hint, reason
 from harness.run.tally import (  # their home was this module: still importable here
@@ -76,6 +76,7 @@ def evaluate(
     row_text_chars: int | None = 300,
     beyond_depth: bool | Sequence[str] = False,
     variants: Sequence[str] = (),
+    documents: CorpusTexts | None = None,
 ) -> Tally:
     """Score every batch with ``metric``, writing one JSON row per sample to ``sink``.
 
@@ -95,6 +96,8 @@ def evaluate(
         variants: The names of the variants ``metric`` scores at once (a ``Panel``'s, whose
             results hold each one's under ``details["variants"]``), each counted on its
             own (``Tally.variants``); empty: one variant.
+        documents: The dataset's corpus by id, for the texts of the relevant documents
+            a row lists as missed (``harness.run.missed``).
 
     Returns:
         The tally: counts, scores and unscored reasons.
@@ -117,7 +120,7 @@ def evaluate(
         if result.score is None and result.error:
             result.error = redact(result.error)
         row = explain_low_scores(explained(result.to_row(), sample, row_text_chars), sample,
-                                 row_text_chars, min_grade)
+                                 row_text_chars, min_grade, documents)
         tally.record(result, row)
         return json_line(row)
 

@@ -15,6 +15,7 @@ from harness.core.types import RagSample
 from harness.metrics.panel import Panel
 from harness.retrievers.boundary import guarded
 from harness.run.loop import Tally, evaluate, retrieved
+from harness.run.missed import CorpusTexts
 from harness.run.questions import check_all, watched
 from harness.run.timing import Timed
 
@@ -110,7 +111,8 @@ def score(
                     row_text_chars=parts.settings.row_text_chars,
                     beyond_depth=parts.settings.retrieval_beyond_depth or
                     [o.name for o in parse_objective(parts.settings.objective)],
-                    variants=variant_names(parts.metric) if variants is None else variants)
+                    variants=variant_names(parts.metric) if variants is None else variants,
+                    documents=CorpusTexts(parts.dataset.corpus))
 
 
 def variant_names(metric: object) -> tuple[str, ...]:
