@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.compare import pareto as pareto_front
-from harness.compare.pairing import check_pair, gate, identity, resolve
+from harness.compare.pairing import (
+    check_pair,
+    gate,
+    identity,
+    logged,
+    resolve,
+    shared_variants,
+    variant_metric,
+    variants_of,
+)
 from harness.compare.render import plot, render
 from harness.compare.stats import paired_test, rank_rows, top_two
 from harness.compare.store import finished, log_outputs, open_experiment, per_query, select_runs
@@ -68,7 +77,13 @@ def compare(
         printed), ``parent_run_id``, ``gate`` (``{"failed", "line"}`` or ``None``),
         ``logged_to`` (a run id or ``None``), ``artifacts`` (the logged paths) and
         ``pareto`` (per group: ``objectives``, ``front``, ``dominated``, ``skipped``; or
-        ``None``).
+        ``None``), ``variants`` (a baseline and candidate of several variants,
+        ``metric=mean``: the paired test of each variant both scored; else ``None``).
+
+    A run of several variants (``metric=[a,b]``) is paired on its headline, the first
+    listed: ``metric=id_ranked`` against ``metric=[id_ranked,non_llm]`` pairs their
+    ``id_ranked`` scores; ``<variant>/mean`` pairs that variant of each (a run of it
+    alone included).
 
     Raises:
         ConfigError: A bad argument, a metric no run has, or a baseline and candidate
@@ -94,8 +109,8 @@ def compare(
         exp_id = exp.experiment_id
     if not runs:
         raise TrackingError(f"no finished runs in experiment {experiment!r} (sweep={sweep})")
-    known = set.intersection(*({*r.data.metrics} for r in runs)) if baseline else {
-        k for r in runs for k in r.data.metrics}
+    known = set.intersection(*({*logged(r)} for r in runs)) if baseline else {
+        k for r in runs for k in logged(r)}
     if metric not in known:
         raise ConfigError(f"metric: {'baseline or candidate lacks' if baseline else 'no run has'}"
                           f" {metric!r}{closest(metric, known)}; choose one of "
@@ -108,10 +123,12 @@ def compare(
     run_groups = [runs] if baseline else _grouped(runs, metric)
     out = Path(tempfile.mkdtemp(prefix="harness-compare-"))
     try:
-        values = {r.info.run_id: per_query(c, r.info.run_id, metric, out) for r in runs}
+        values = {r.info.run_id: _values(c, r, metric, out) for r in runs}
         stats = (bootstrap, confidence, seed)
         groups = ([_pair_group(runs, values, metric, stats, notes)] if baseline else
                   [_rank_group(g, values, metric, stats, top) for g in run_groups])
+        if baseline and metric == "mean":
+            groups[0]["variants"] = per_variant(c, runs, out, stats, groups[0]["notes"])
         groups[0]["notes"] += front_notes
         result: dict[str, Any] = {
             "experiment": experiment, "metric": metric, "sweep": sweep,
@@ -119,7 +136,8 @@ def compare(
             "seed": seed, "groups": groups, "rows": [r for g in groups for r in g["rows"]],
             "all_rows": groups[0]["all_rows"], "varying": groups[0]["varying"],
             "test": groups[0]["test"], "notes": [n for g in groups for n in g["notes"]],
-            "gate": None, "logged_to": None, "artifacts": [], "pareto": None}
+            "gate": None, "logged_to": None, "artifacts": [], "pareto": None,
+            "variants": groups[0].get("variants") or None}
         if objectives:
             result["pareto"] = [
                 pareto_front.front_of(rg, objectives, g["varying"],
@@ -168,6 +186,42 @@ def _check(confidence: float, bootstrap: int, top: int | None, alpha: float, min
     ):
         if bad:
             raise ConfigError(message)
+
+
+def _values(c: Any, run: Any, metric: str, out: Path) -> dict[str, float] | None:
+    """The run's per-query values of ``metric`` (``<variant>/mean``: that variant's scores)."""
+    named = variant_metric(run, metric)
+    if named is not None:
+        return per_query(c, run.info.run_id, named[1], out, named[0])
+    return per_query(c, run.info.run_id, metric, out)
+
+
+def per_variant(c: Any, runs: list[Any], out: Path, stats: tuple[int, float, int],
+                notes: list[str]) -> dict[str, Any]:
+    """A baseline and candidate of several variants: the paired test of each variant both
+    scored (``{variant: test}``), and a note saying which were paired and which were not;
+    ``{}`` when both ran one variant."""
+    base, cand = runs
+    if len(variants_of(base)) == len(variants_of(cand)) == 1:
+        return {}
+    tests: dict[str, Any] = {}
+    for variant in shared_variants(base, cand):
+        vb, vc = (per_query(c, r.info.run_id, "mean", out, variant) for r in (base, cand))
+        if vb and vc:
+            tests[variant] = paired_test(vc, vb, *stats)
+    lines = [f"{v} {_fmt(t['mean_diff'])} on {t['n_pairs']} pairs, p = "
+             f"{'n/a' if t['p_value'] is None else format(t['p_value'], '.4g')}"
+             for v, t in tests.items()]
+    alone = [f"{v} (baseline only)" for v in variants_of(base) if v not in variants_of(cand)]
+    alone += [f"{v} (candidate only)" for v in variants_of(cand) if v not in variants_of(base)]
+    notes.append("per variant, candidate - baseline on the ids both scored: "
+                 + ("; ".join(lines) or "none paired")
+                 + (f"; not compared: {', '.join(alone)}" if alone else ""))
+    return tests
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.4f}"
 
 
 def _grouped(runs: list[Any], metric: str) -> list[list[Any]]:

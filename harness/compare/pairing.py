@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.core.errors import ConfigError, closest
+from harness.core.summary import VARIANT_METRICS
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 #: Metrics whose value does not depend on the context-precision variant.
@@ -15,12 +16,51 @@ _RETRIEVAL = ("recall_at_", "ndcg_at_", "precision_at_", "hit_rate_at_", "map_at
               "retrieval_depth")
 
 
+def variants_of(run: Any) -> list[str]:
+    """The variants ``run`` scored, in order (``choice.metric``: ``id_ranked`` or
+    ``[id_ranked,non_llm]``); the first is its headline (``mean``, ``score``)."""
+    choice = str(run.data.tags.get("choice.metric", "?"))
+    if choice.startswith("[") and choice.endswith("]"):
+        return [v.strip() for v in choice[1:-1].split(",") if v.strip()]
+    return [choice]
+
+
+def variant_metric(run: Any, metric: str) -> tuple[str, str] | None:
+    """``(variant, number)`` when ``metric`` is one listed variant's number of ``run``
+    (``non_llm/mean``), else ``None``."""
+    variant, _, number = metric.partition("/")
+    if number in VARIANT_METRICS and variant in variants_of(run):
+        return variant, number
+    return None
+
+
+def logged(run: Any) -> dict[str, float]:
+    """The metrics ``run`` logged, and for a run of one variant its numbers also as
+    ``<variant>/mean`` etc. (what a run of several logs for each), so either pairs with the
+    other."""
+    metrics = dict(run.data.metrics)
+    names = variants_of(run)
+    if len(names) == 1:
+        for number in VARIANT_METRICS:
+            if number in metrics:
+                metrics.setdefault(f"{names[0]}/{number}", metrics[number])
+    return metrics
+
+
 def metric_kind(run: Any, metric: str) -> str:
-    """What ``metric`` measures in ``run``: the variant (``choice.metric``) for context
-    precision's numbers, ``retrieval`` for retrieval metrics (the same for every variant)."""
+    """What ``metric`` measures in ``run``: the variant for context precision's numbers
+    (the headline, the first listed, for ``mean``; the named one for ``<variant>/mean``),
+    ``retrieval`` for retrieval metrics (the same for every variant)."""
     if metric.startswith(_RETRIEVAL):
         return "retrieval"
-    return str(run.data.tags.get("choice.metric", "?"))
+    named = variant_metric(run, metric)
+    return named[0] if named else variants_of(run)[0]
+
+
+def shared_variants(base: Any, cand: Any) -> list[str]:
+    """The variants both runs scored, in the baseline's order."""
+    theirs = variants_of(cand)
+    return [v for v in variants_of(base) if v in theirs]
 
 
 def identity(run: Any, metric: str) -> tuple[str, str]:
@@ -77,7 +117,12 @@ def check_pair(base: Any, cand: Any, metric: str, force: bool) -> list[str]:
     (bsha, bkind), (csha, ckind) = identity(base, metric), identity(cand, metric)
     problems = []
     if bkind != ckind:
-        problems.append(f"metric ({bkind} vs {ckind}: their {metric} are different quantities)")
+        shared = [v for v in shared_variants(base, cand) if v != "?"]
+        both = (f"; both scored {', '.join(shared)}: pair one with "
+                f"metric={shared[0]}/{metric if metric in VARIANT_METRICS else 'mean'}"
+                if shared else "")
+        problems.append(f"metric ({bkind} vs {ckind}: their {metric} are different "
+                        f"quantities{both})")
     if bsha != csha:
         problems.append(f"dataset (dataset.sha256 {bsha[:12]} vs {csha[:12]})")
     if problems and not force:

@@ -102,18 +102,21 @@ def rank_rows(
     varying: Sequence[str], resamples: int, confidence: float, seed: int,
 ) -> list[dict[str, Any]]:
     """One row per MLflow run, ranked by ``metric`` (descending; runs without it last)."""
+    from harness.compare.pairing import logged
     from harness.tracking.sweep import rank_key
 
     rows = []
+    # a variant's own counts beside its mean (non_llm/mean: non_llm/n_scored)
+    prefix = metric[: -len("mean")] if metric.endswith("/mean") else ""
     for r, order in zip(runs, job_order(runs), strict=True):
-        v, m = values[r.info.run_id], r.data.metrics
+        v, m = values[r.info.run_id], logged(r)
+        scored = m.get(f"{prefix}n_scored") if metric.endswith("mean") else None
         rows.append({
             "run_id": r.info.run_id, "run_name": r.info.run_name or r.info.run_id,
             "value": m.get(metric),
             "ci": list(bootstrap_ci(list(v.values()), resamples, confidence, seed)) if v else None,
-            "n": len(v) if v else (int(m["n_scored"]) if metric == "mean" and "n_scored" in m
-                                   else None),
-            "n_unscored": m.get("n_unscored"), "order": order,
+            "n": len(v) if v else (None if scored is None else int(scored)),
+            "n_unscored": m.get(f"{prefix}n_unscored"), "order": order,
             "params": {k: r.data.params.get(k, r.data.tags.get(k, "")) for k in varying},
             "dataset_sha256": r.data.tags.get("dataset.sha256"),
         })

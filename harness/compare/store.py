@@ -131,10 +131,15 @@ def select_runs(c: Any, exp_id: str, sweep: str) -> tuple[list[Any], str | None]
     return children, parent
 
 
-def per_query(c: Any, run_id: str, metric: str, tmp: Path) -> dict[str, float] | None:
-    """``{id: value}`` from the run's samples.jsonl; ``None`` when it has no such values."""
+def per_query(c: Any, run_id: str, metric: str, tmp: Path,
+              variant: str | None = None) -> dict[str, float] | None:
+    """``{id: value}`` from the run's samples.jsonl; ``None`` when it has no such values.
+    ``variant``: the ``score`` of that listed variant (a row's ``variants``; a row without
+    them is a run of that variant alone) for ``mean``."""
+    where = tmp / run_id / "samples.jsonl"
     try:
-        path = c.download_artifacts(run_id, "samples.jsonl", str(tmp / run_id))
+        path = where if where.is_file() else Path(
+            c.download_artifacts(run_id, "samples.jsonl", str(tmp / run_id)))
     except Exception:
         return None
     # MLflow forbids "@" in metric names: ndcg_at_10, ndcg:10 or ndcg/10 may log row key ndcg@10
@@ -144,9 +149,13 @@ def per_query(c: Any, run_id: str, metric: str, tmp: Path) -> dict[str, float] |
     with open(path, encoding="utf-8") as f:
         for line in f:
             row = json.loads(line)
+            sample = str(row["id"])
+            entries = row.get("variants") if variant is not None else None
+            if isinstance(entries, dict):
+                row = entries.get(variant) or {}
             v = next((row[k] for k in keys if k in row), None)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                values[str(row["id"])] = float(v)
+                values[sample] = float(v)
     return values or None
 
 
