@@ -96,6 +96,8 @@ def check_settings(values: Mapping[str, Any]) -> None:
     finite("judge.timeout", v["timeout"], strict=True)
     finite("judge.preflight_timeout", v["preflight_timeout"], strict=True)
     at_least("judge.max_retries", v["max_retries"], 0)
+    finite("judge.max_wait", v["max_wait"])
+    at_least("judge.max_timeouts_in_a_row", v["max_timeouts_in_a_row"], 1, nullable=True)
     at_least("judge.parse_retries", v["parse_retries"], 0)
     at_least("judge.max_concurrency", v["max_concurrency"], 1)
     one_of("judge.pacing", v["pacing"], PACINGS)
@@ -134,3 +136,19 @@ def split_base_url(
         return base_url.strip(), None
     clean = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
     return clean, (unquote(user or ""), unquote(password or ""))
+
+
+def header_safe(key: str, env: str) -> str:
+    """``key`` if it can go in an HTTP header; else one line naming ``env`` (never the key)."""
+    if any(c in key for c in "\r\n"):
+        raise ConfigError(
+            f"judge.api_key_env: the environment variable {env} holds a line break (a key "
+            "copied with its line end, or from a Windows file?); set it to the key alone"
+        )
+    if not key.isascii() or not key.isprintable():
+        raise ConfigError(
+            f"judge.api_key_env: the environment variable {env} holds a character that is not "
+            "printable ASCII (a control character, or bytes that are not UTF-8), which no "
+            "HTTP header can carry; set it to the key alone"
+        )
+    return key

@@ -46,6 +46,12 @@ class OpenAIJudge:
         timeout: Seconds per HTTP request.
         max_retries: Retries of a request (429, 5xx, timeouts, dropped connections), each
             after a back-off (``Retry-After`` when the server gives one) and a new permit.
+        max_wait: Seconds at most that a server's header (``Retry-After``,
+            ``x-ratelimit-reset-*``) can make requests wait; a refusal asking for longer ends
+            the run (exit 2), a quota said spent for longer is not waited for.
+        max_timeouts_in_a_row: Time-outs in a row, with nothing answered in between nor for
+            two ``timeout``, that end the run (exit 2): the server accepts connections but
+            does not answer. ``None``: never stop for time-outs.
         max_concurrency: Requests in flight at most.
         pacing: ``adaptive`` (default): the limit on requests in flight starts low (or at
             the server's slot count when it tells) and follows the server's latency, 429s,
@@ -97,6 +103,8 @@ class OpenAIJudge:
         cache_url: str | None = None,
         samples: int = 1,
         vote: Literal["majority", "mean"] = "majority",
+        max_wait: float = 60.0,
+        max_timeouts_in_a_row: int | None = 8,
     ) -> None:
         check_settings(locals())  # every argument, by name
         prices = check_prices(prices)
@@ -113,6 +121,8 @@ class OpenAIJudge:
             seed=seed,
             timeout=timeout,
             max_retries=max_retries,
+            max_wait=max_wait,
+            max_timeouts_in_a_row=max_timeouts_in_a_row,
             max_concurrency=max_concurrency,
             pacing=pacing,
             output_mode=output_mode,

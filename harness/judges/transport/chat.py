@@ -22,12 +22,13 @@ from harness.core.protocols import Kind
 from harness.core.redact import redact, redact_uri, register
 from harness.core.types import Completion, JudgeStats
 from harness.judges import identity
-from harness.judges.checks import split_base_url
+from harness.judges.checks import header_safe, split_base_url
 from harness.judges.replies import failures
 from harness.judges.replies.read import cached_tokens, read_completion, tokens
 from harness.judges.replies.schemas import schema
 from harness.judges.transport import sending
-from harness.judges.transport.pacing import Pacer
+from harness.judges.transport.pacing import MAX_RETRY_AFTER, Pacer
+from harness.judges.transport.silence import Silence
 
 if TYPE_CHECKING:
     import openai
@@ -67,6 +68,8 @@ class ChatTransport:
         prices: Mapping[str, Mapping[str, float]] | None,
         extra_body: Mapping[str, Any] | None,
         preflight_timeout: float,
+        max_wait: float = MAX_RETRY_AFTER,
+        max_timeouts_in_a_row: int | None = 8,
     ) -> None:
         self.model, self.stats = model, stats
         self.base_url, self.api_key_env = base_url, api_key_env
@@ -84,7 +87,8 @@ class ChatTransport:
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.max_tokens, self.top_logprobs = max_tokens, top_logprobs
         self.timeout, self.max_retries, self.max_concurrency = timeout, max_retries, max_concurrency
-        self.pacing = pacing
+        self.pacing, self.max_wait = pacing, max_wait
+        self.silence = Silence(max_timeouts_in_a_row, timeout)  # a server that never answers
         self.server_slots: int | None = None  # the server's parallel slots, when it says
         self.output_mode: OutputMode = output_mode
         self.prices = {k: dict(v) for k, v in (prices or {}).items()}
@@ -114,7 +118,7 @@ class ChatTransport:
                 f"judge.api_key_env: the environment variable {self.api_key_env} is not set; "
                 f"export it, or set judge.api_key_env=null for a server without keys"
             )
-        return _header_safe(key, self.api_key_env)
+        return header_safe(key, self.api_key_env)
 
     def _headers(self) -> dict[str, str] | None:
         """Basic auth from the URL's credentials (the SDK refuses them inside the URL)."""
@@ -149,6 +153,7 @@ class ChatTransport:
                 self.max_concurrency, adaptive=self.pacing == "adaptive",
                 slots=self.server_slots, stats=self.stats, timeout=self.timeout,
                 memory=f"{self._url}|{self.model}|{self.max_concurrency}",
+                max_wait=self.max_wait, where=self.endpoint.where,
             )
             # before any reply: a token quota counts at least max_tokens per request
             self._pacer.note_tokens(self.max_tokens or 0)
@@ -279,18 +284,3 @@ class ChatTransport:
             client, self._client = self._client, None
             await client.close()
 
-
-def _header_safe(key: str, env: str) -> str:
-    """``key`` if it can go in an HTTP header; else one line naming ``env`` (never the key)."""
-    if any(c in key for c in "\r\n"):
-        raise ConfigError(
-            f"judge.api_key_env: the environment variable {env} holds a line break (a key "
-            "copied with its line end, or from a Windows file?); set it to the key alone"
-        )
-    if not key.isascii() or not key.isprintable():
-        raise ConfigError(
-            f"judge.api_key_env: the environment variable {env} holds a character that is not "
-            "printable ASCII (a control character, or bytes that are not UTF-8), which no "
-            "HTTP header can carry; set it to the key alone"
-        )
-    return key

@@ -9,11 +9,16 @@ same queue. A rejection of the output format (``failures.rejects_format``, any s
 down to the next mode without spending a retry. ``stats.requests`` counts the HTTP requests
 really sent; the HTTP time-out starts when the request has its permit, and bounds the
 whole request (headers and body), not each read.
+
+Two things end the run instead of waiting (``JudgeUnavailable``, exit 2, finished rows
+kept): a refusal (429, 503, 504) whose headers ask for a wait past ``judge.max_wait``
+(``pacing.waits``), and an endpoint that has stopped answering at all (``silence``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, Protocol
 
 from harness.core.errors import JudgeError
@@ -29,6 +34,8 @@ from harness.judges.transport.pacing import (
     retry_after,
     should_retry,
 )
+from harness.judges.transport.pacing.waits import told_by
+from harness.judges.transport.silence import Silence
 
 if TYPE_CHECKING:
     import httpx2
@@ -40,6 +47,7 @@ class Outbound(Protocol):
 
     stats: JudgeStats
     max_retries: int
+    silence: Silence
 
     @property
     def output_mode(self) -> str:
@@ -77,7 +85,7 @@ async def post(
     import httpx2
     import openai
 
-    stats = out.stats
+    stats, silence, waits = out.stats, out.silence, pacer.waits
     stats.calls += 1
     retries, ok = 0, False
     headers = {"Content-Type": "application/json", "x-stainless-retry-count": "0"}
@@ -89,6 +97,7 @@ async def post(
             mode = out.output_mode  # as it is now: a step-down while this call queued applies
             try:
                 body = out.body(messages, kind, logprobs, draw, items)
+                silence.sending()  # raises when the endpoint was found silent meanwhile
                 stats.requests += 1
                 # judge.timeout bounds the whole request (the SDK's bounds each read: a
                 # server dripping its reply a byte at a time would never time out)
@@ -106,22 +115,32 @@ async def post(
                 raise JudgeError(f"judge call failed: {redact(str(e))}") from None
             else:
                 ok = True
+                silence.answered()
                 pacer.observe(response.headers, ticket.sent_at)  # a rate-limit quota
                 return raw
-            hint = None
+            hint, reply = None, None
             if isinstance(error, openai.APIStatusError):
                 status, reply = error.status_code, error.response.headers
+                silence.answered()
                 if failures.rejects_format(status, error.message) and out.step_down(mode):
                     stats.calls += 1
                     ticket = pacer.renew(ticket)
                     continue
                 hint = retry_after(reply)
                 if status in CONGESTED:
+                    past = waits.refused_past(reply, pacer.quotas)
+                    if past is not None:  # a wait of hours: end the run, do not sleep
+                        stats.failures += 1
+                        raise silence.end(waits.refused_message(status, *past)) from None
                     pacer.back_off(ticket, hint, status, reply)
-                again = should_retry(status, reply)
+                again = should_retry(status, reply, waits.max_wait)
             elif isinstance(error, openai.APIConnectionError):  # a time-out, a dropped connection
                 if isinstance(error, openai.APITimeoutError):
                     stats.timeouts += 1
+                    silent = silence.timed_out(out.endpoint.where)
+                    if silent is not None:
+                        stats.failures += 1
+                        raise silent from None
                 pacer.back_off(ticket)
                 again = True
             else:
@@ -132,7 +151,11 @@ async def post(
             retries += 1
             stats.retries += 1
             headers = {**headers, "x-stainless-retry-count": str(retries)}
-            await asyncio.sleep(backoff(retries, hint))  # the permit is held meanwhile
+            wait = backoff(retries, hint, waits.max_wait)
+            if hint == wait:  # the server's: said on the console when long
+                now = time.monotonic()
+                waits.say(now, now + wait, told_by(reply))
+            await asyncio.sleep(wait)  # the permit is held meanwhile
             ticket = pacer.renew(ticket)
     finally:
         if ticket is not None:

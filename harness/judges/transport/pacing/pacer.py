@@ -21,6 +21,7 @@ from harness.judges.transport.pacing import memory as learned
 from harness.judges.transport.pacing.control import INITIAL, MIN_EPOCH, Control, Epoch
 from harness.judges.transport.pacing.quotas import Quotas
 from harness.judges.transport.pacing.retries import MAX_RETRY_AFTER
+from harness.judges.transport.pacing.waits import Waits, told_by
 
 #: 429s at this share of the recent outcomes (at least ``MIN_OUTCOMES`` of them counted) are
 #: a rate limit being hit, not noise: every send waits the ``Retry-After``.
@@ -53,6 +54,8 @@ class Pacer:
         clock: Callable[[], float] = time.monotonic,
         memory: str | None = None,
         timeout: float | None = None,
+        max_wait: float = MAX_RETRY_AFTER,
+        where: str | None = None,
     ) -> None:
         self.ceiling = min(max_concurrency, slots) if adaptive and slots else max_concurrency
         self.adaptive = adaptive
@@ -66,13 +69,14 @@ class Pacer:
             start = min(max(start, warm), float(self.ceiling))
         self.control = Control(self.ceiling, start, timeout=timeout if adaptive else None,
                                warm=warm is not None or not adaptive)
-        self.quotas = Quotas()
+        self.quotas = Quotas(max_wait)
+        self.waits = Waits(max_wait, where)  # server-directed waits: bounded, said aloud
         self.in_flight = 0
         self.stats = stats if stats is not None else JudgeStats()
         self._clock = clock
         self._area = 0.0
         self._area_at = clock()
-        self._resume_at = -math.inf
+        self._resume_at, self._resume_told = -math.inf, ""
         self._timer: asyncio.TimerHandle | None = None
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._outcomes: deque[bool] = deque(maxlen=256)  # True: a 429
@@ -96,10 +100,16 @@ class Pacer:
 
     def _blocked_until(self) -> float:
         """When new sends may resume: after a pause, and when every known rate-limit quota
-        holds what one more request needs."""
+        holds what one more request needs (at most ``max_wait`` from now)."""
+        return self._held()[0]
+
+    def _held(self) -> tuple[float, str]:
+        """``_blocked_until`` and the header that holds the sends back."""
         if not self.quotas.known:
-            return self._resume_at
-        return max(self._resume_at, self.quotas.blocked_until(self._clock()))
+            return self._resume_at, self._resume_told
+        until, told = self.quotas.holding(self._clock())
+        self.waits.beyond(self.quotas)
+        return (until, told) if until > self._resume_at else (self._resume_at, self._resume_told)
 
     def _advance(self) -> float:
         """Bring the integral of the in-flight count over time up to now; return now."""
@@ -154,7 +164,10 @@ class Pacer:
             if not fut.done():
                 self._grant()
                 fut.set_result(None)
-        wait = self._blocked_until() - self._clock()
+        (until, told), now = self._held(), self._clock()
+        wait = until - now
+        if self._waiters and wait > 0:
+            self.waits.say(now, until, told)
         if self._waiters and wait > 0 and self._timer is None:
             def resume() -> None:
                 self._timer = None
@@ -244,17 +257,17 @@ class Pacer:
             if spent and self.quotas.known:
                 return  # sends wait for the quota's refill, not for a rounded Retry-After
             if (spent or sum(recent) >= RATE_LIMITED * window) and retry_after:
-                self._pause(now + min(retry_after, MAX_RETRY_AFTER))
+                self._pause(now + min(retry_after, self.waits.max_wait), told_by(headers))
             return
         if retry_after is not None and retry_after > 0:
-            self._pause(now + min(retry_after, MAX_RETRY_AFTER))
+            self._pause(now + min(retry_after, self.waits.max_wait), told_by(headers))
         if self.control.halve(now, ticket.sent_at):
             self.stats.backoffs += 1
             self._changed()
 
-    def _pause(self, until: float) -> None:
+    def _pause(self, until: float, told: str = "") -> None:
         if until > self._resume_at:
-            self._resume_at = until
+            self._resume_at, self._resume_told = until, told
             self.stats.pauses += 1
 
     def observe(self, headers: Mapping[str, str] | None, sent_at: float | None = None) -> bool:
@@ -265,7 +278,8 @@ class Pacer:
         now = self._clock()
         spent, resume = self.quotas.read(headers, now, now if sent_at is None else sent_at)
         if resume is not None:
-            self._pause(resume)
+            self._pause(*resume)
+        self.waits.beyond(self.quotas)
         if spent:
             self._wake()
         return spent
@@ -278,3 +292,4 @@ class Pacer:
     def paused_for(self) -> float:
         """Seconds until new sends resume (0: not paused)."""
         return max(0.0, self._resume_at - self._clock())
+
