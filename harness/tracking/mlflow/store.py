@@ -21,6 +21,7 @@ from harness.core.redact import redact, redact_uri
 from harness.core.text import clip
 from harness.core.types import RunRecord
 from harness.tracking.mlflow import server, ui
+from harness.tracking.mlflow.experiments import refuse_deleted
 
 _CLIENTS: dict[str, Any] = {}
 _WRITABLE: set[str] = set()
@@ -47,10 +48,9 @@ _ADVICE = {
 def client(uri: str, *, write: bool = False) -> Any:
     """A cached ``MlflowClient`` for ``uri`` (the store opens once per process).
 
-    Opening a fresh SQLite store creates its schema, and several processes doing that at
-    once (parallel sweep jobs, two sweeps) corrupt each other's migrations (``duplicate
-    column``, ``_alembic_tmp_experiments already exists``). So the first open of a SQLite
-    store happens under an exclusive file lock beside the database.
+    Opening a fresh SQLite store creates its schema; processes doing that at once (parallel
+    sweep jobs, two sweeps) corrupt each other's migrations (``duplicate column``), so the
+    first open of a SQLite store happens under an exclusive file lock beside the database.
 
     Args:
         uri: The store.
@@ -232,15 +232,15 @@ def _first_line(error: BaseException) -> str:
     return clip(text, 300)
 
 
-#: The experiment tag that picks the MLflow UI's layout.
 def ensure_experiment(uri: str, name: str) -> str:
-    """Return the id of experiment ``name``, creating it if needed (race-safe), with the
-    tags that open it on the runs table (``harness.tracking.mlflow.ui``)."""
+    """The id of experiment ``name``, created if needed (race-safe) with the tags that open
+    it on the runs table (``ui``); one in MLflow's trash is refused (``experiments``)."""
     from mlflow.exceptions import MlflowException
 
     c = client(uri, write=True)
     exp = c.get_experiment_by_name(name)
     if exp is not None:
+        refuse_deleted(uri, exp)
         ui.mark(c, exp)
         return str(exp.experiment_id)
     try:

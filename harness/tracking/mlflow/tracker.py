@@ -101,8 +101,12 @@ class MlflowTracker:
     ) -> None:
         """Start opening the run: in a helper process, or remember it for ``finish``.
 
-        In a sweep the run becomes a child of the sweep's parent run.
+        In a sweep the run becomes a child of the sweep's parent run. An experiment in
+        MLflow's trash is refused here, before the work, where the store is a local file.
         """
+        from harness.tracking.mlflow.experiments import check_local
+
+        check_local(self.tracking_uri, self.experiment)
         if multirun:
             from harness.tracking.sweep import parent_run_id
 
