@@ -167,6 +167,8 @@ class JudgeRequest:
         prompt_sha: The prompt template's hash (part of the cache key; for pruning).
         variant: The metric asking (part of the cache key; for inspection).
         items: The number of verdicts a listwise reply must hold (pinned by the schema).
+        subject: What is judged, as the data holds it (the prompt renders it): a judge
+            that reads the data rather than the prompt (``judge=fixture``) reads it here.
     """
 
     messages: list[dict[str, str]]
@@ -176,6 +178,27 @@ class JudgeRequest:
     prompt_sha: str = ""
     variant: str = ""
     items: int | None = None
+    subject: JudgeSubject | None = None
+
+
+@dataclass(frozen=True)
+class JudgeSubject:
+    """What one judgement is about, as the sample holds it.
+
+    Attributes:
+        question: The question (``user_input``).
+        answer: The answer the chunks are judged against (the reference or the response;
+            ``None`` where the prompt has none, as in ``task=judge_agreement``).
+        contexts: The chunks judged, in order (one for a pointwise judgement).
+        sample_id: The sample's id.
+        context_ids: The chunks' document ids, parallel to ``contexts``, where known.
+    """
+
+    question: str
+    answer: str | None
+    contexts: tuple[str, ...]
+    sample_id: str | None = None
+    context_ids: tuple[str, ...] | None = None
 
 
 @dataclass

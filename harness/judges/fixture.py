@@ -23,9 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from harness.core.errors import ConfigError, DatasetError, JudgeError
-from harness.core.types import Completion, JudgeRequest, JudgeStats
+from harness.core.errors import ConfigError, JudgeError
+from harness.core.types import Completion, JudgeRequest, JudgeStats, JudgeSubject
 from harness.core.validation import Range, check_value
+from harness.judges.labels import Labels, load_labels
 
 T = TypeVar("T")
 
@@ -42,54 +43,6 @@ _WORDS = re.compile(r"\w\w+")
 def words(text: str) -> set[str]:
     """The lower-cased words of two or more letters or digits in ``text``."""
     return set(_WORDS.findall(text.lower()))
-
-
-def _text(path: Path, record: dict[str, Any], field: str, line: int) -> str:
-    value = record.get(field)
-    if not isinstance(value, str) or not value.strip():
-        raise DatasetError(str(path), f"expected a non-empty string, got {value!r}",
-                           line=line, field=field)
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise DatasetError(str(path), "contains a lone surrogate, which is not valid Unicode",
-                           line=line, field=field) from None
-    return value.strip()
-
-
-def load_labels(path: Path) -> dict[tuple[str, str], int]:
-    """``{(question, context): 0 or 1}`` from a JSON-lines file; a one-line error naming the
-    line and field of the first bad record, or a label contradicting an earlier one."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise DatasetError(str(path), "file not found (judge.labels)") from None
-    except UnicodeDecodeError as e:
-        raise DatasetError(str(path), f"not valid UTF-8 ({e.reason})") from None
-    except OSError as e:
-        raise DatasetError(str(path), f"cannot read ({e.strerror or e})") from None
-    labels: dict[tuple[str, str], tuple[int, int]] = {}
-    for line, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError as e:
-            raise DatasetError(str(path), f"not valid JSON ({e})", line=line) from None
-        if not isinstance(record, dict):
-            raise DatasetError(str(path), "expected a JSON object", line=line)
-        key = (_text(path, record, "question", line), _text(path, record, "context", line))
-        value = record.get("relevant")
-        if value not in (0, 1) or value is None:  # True and False are 1 and 0
-            raise DatasetError(str(path), f"expected 0 or 1 (or true/false), got {value!r}",
-                               line=line, field="relevant")
-        if key in labels and labels[key][0] != int(value):
-            raise DatasetError(str(path), f"contradicts the label on line {labels[key][1]}",
-                               line=line, field="relevant")
-        labels.setdefault(key, (int(value), line))
-    if not labels:
-        raise DatasetError(str(path), "contains no labels (judge.labels)")
-    return {k: v for k, (v, _) in labels.items()}
 
 
 class FixtureJudge:
@@ -123,7 +76,7 @@ class FixtureJudge:
         if labels not in (None, "") and not isinstance(labels, (str, os.PathLike)):
             raise ConfigError(f"judge.labels: expected a file path, got {labels!r}")
         self.path = None if labels in (None, "") else Path(os.fspath(labels)).expanduser()
-        self.labels = {} if self.path is None else load_labels(self.path)
+        self.labels = Labels() if self.path is None else load_labels(self.path)
         self.sha256 = "" if self.path is None else hashlib.sha256(
             self.path.read_bytes()).hexdigest()
         self.rule = "labels" if self.path is not None else rule
@@ -132,27 +85,41 @@ class FixtureJudge:
         self.stats = JudgeStats()
 
     async def ask(self, request: JudgeRequest, parse: Callable[[Completion], T]) -> T:
-        """The verdict(s) the labels or the rule give, as the JSON a model would reply."""
+        """The verdict(s) the labels or the rule give, as the JSON a model would reply.
+
+        What is judged is the request's ``subject`` (the sample's question, answer and
+        chunks, with their ids), never the prompt re-read: a chunk holding ``</context>``
+        or a ``<question>`` line is judged on its own text. A request without one (another
+        caller's) is read from the harness's prompt sections."""
         self.stats.calls += 1
         self.stats.requests += 1
-        user = next((m["content"] for m in reversed(request.messages)
-                     if m.get("role") == "user"), "")
         if request.kind == "reason":
             reply: dict[str, Any] = {"reason": "judged offline by judge=fixture"}
-        elif request.kind == "pointwise":
+        else:
+            subject = request.subject or self._parsed(request)
+            if request.kind == "listwise" and request.items not in (None, len(subject.contexts)):
+                raise self._unreadable()
+            verdicts = [self._verdict(subject, i) for i in range(len(subject.contexts))]
+            why = f"judge=fixture ({self.rule})"
+            if request.kind == "pointwise":
+                reply = {"reason": why, "verdict": verdicts[0]}
+            else:
+                reply = {"verdicts": [{"reason": why, "verdict": "yes" if v else "no"}
+                                      for v in verdicts]}
+        return parse(Completion(json.dumps(reply), model=self.model, finish_reason="stop"))
+
+    def _parsed(self, request: JudgeRequest) -> JudgeSubject:
+        """What a request without a ``subject`` is about, read from its last user message."""
+        user = next((m["content"] for m in reversed(request.messages)
+                     if m.get("role") == "user"), "")
+        if request.kind == "pointwise":
             found = _POINTWISE.search(user)
             if found is None:
                 raise self._unreadable()
             question, answer, context = found.groups()
-            reply = {"reason": f"judge=fixture ({self.rule})",
-                     "verdict": self._verdict(question, answer or question, context)}
-        else:
-            question, answer, contexts = self._listwise(user, request.items)
-            reply = {"verdicts": [
-                {"reason": f"judge=fixture ({self.rule})",
-                 "verdict": "yes" if self._verdict(question, answer, c) else "no"}
-                for c in contexts]}
-        return parse(Completion(json.dumps(reply), model=self.model, finish_reason="stop"))
+            return JudgeSubject(question, answer, (context,))
+        question, answer, contexts = self._listwise(user, request.items)
+        return JudgeSubject(question, answer, tuple(contexts))
 
     def _listwise(self, user: str, items: int | None) -> tuple[str, str, list[str]]:
         found = _LISTWISE.search(user)
@@ -172,20 +139,18 @@ class FixtureJudge:
             rest = rest[end + len("\n</context>\n"):]
         return question, answer, contexts
 
-    def _verdict(self, question: str, answer: str, context: str) -> int:
+    def _verdict(self, subject: JudgeSubject, index: int) -> int:
+        context = subject.contexts[index]
         if self.rule == "overlap":
-            wanted = words(answer)
+            wanted = words(subject.answer or subject.question)
             return int(bool(wanted) and len(wanted & words(context)) / len(wanted)
                        >= self.min_overlap)
-        label = self.labels.get((question.strip(), context.strip()))
+        label = self.labels.find(subject, index)
         if label is None:
             if self.unlabelled == "irrelevant":
                 return 0
-            raise JudgeError(
-                f"judge=fixture: no label in {self.path} for question "
-                f"{question.strip()[:60]!r} and context {context.strip()[:60]!r}; add a "
-                "line for it, or set judge.unlabelled=irrelevant"
-            )
+            raise JudgeError(f"judge=fixture: no label in {self.path} for {_named(subject, index)}"
+                             "; add a line for it, or set judge.unlabelled=irrelevant")
         return label
 
     def _unreadable(self) -> JudgeError:
@@ -208,3 +173,14 @@ class FixtureJudge:
         else:
             out["min_overlap"] = self.min_overlap
         return out
+
+
+def _named(subject: JudgeSubject, index: int) -> str:
+    """A chunk as a label row would name it: by ids where the data has them, and by text."""
+    ids = subject.context_ids
+    doc = ids[index] if ids is not None and index < len(ids) else None
+    text = (f"question {subject.question.strip()[:60]!r} and context "
+            f"{subject.contexts[index].strip()[:60]!r}")
+    if doc is None or subject.sample_id is None:
+        return text
+    return f"sample {subject.sample_id!r}, context_id {doc!r} ({text})"

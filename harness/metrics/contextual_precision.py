@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.core.errors import ConfigError, JudgeError
 from harness.core.protocols import Judge
-from harness.core.types import Completion, RagSample, SampleResult, unscored
+from harness.core.types import Completion, JudgeSubject, RagSample, SampleResult, unscored
 from harness.judges.replies import parse
 from harness.metrics.judged import JudgedMetric
 from harness.metrics.ranking import average_precision
@@ -81,7 +81,10 @@ class ContextualPrecision(JudgedMetric):
             question=sample.user_input, answer=sample.reference, contexts=chunks
         )
         try:
-            draws = await self._draws(messages, "listwise", read, items=len(chunks))
+            about = JudgeSubject(sample.user_input or "", sample.reference, tuple(chunks),
+                                 sample.id, sample.retrieved_context_ids)
+            draws = await self._draws(messages, "listwise", read, items=len(chunks),
+                                      subject=about)
         except JudgeError as e:
             return unscored(sample.id, str(e))
         hard = [[1 if v.strip().lower() == "yes" else 0 for v, _ in items] for items, _ in draws]

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from harness.core.aio import LoopThread
 from harness.core.errors import ConfigError
 from harness.core.protocols import Judge, Kind, OnDone
-from harness.core.types import Completion, JudgeRequest, RagSample, SampleResult
+from harness.core.types import Completion, JudgeRequest, JudgeSubject, RagSample, SampleResult
 from harness.judges.checks import finite
 from harness.judges.replies import parse
 from harness.metrics.base import BaseMetric, missing_fields
@@ -55,23 +55,25 @@ class JudgedMetric(BaseMetric):
 
     async def _ask(
         self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T],
-        draw: int = 0, items: int | None = None,
+        draw: int = 0, items: int | None = None, subject: JudgeSubject | None = None,
     ) -> T:
         request = JudgeRequest(messages, kind, logprobs=self.soft and kind != "reason",
                                draw=draw, prompt_sha=self.prompt.sha256, variant=self.name,
-                               items=items)
+                               items=items, subject=subject)
         return await self.judge.ask(request, read)
 
     async def _draws(
         self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T],
-        items: int | None = None,
+        items: int | None = None, subject: JudgeSubject | None = None,
     ) -> list[T]:
         """``judge.samples`` independent answers (one unless the judge samples); ``items``:
-        the number of verdicts each listwise answer must hold."""
+        the number of verdicts each listwise answer must hold; ``subject``: what the
+        prompt renders, as the sample holds it."""
         if self.judge.samples == 1:
-            return [await self._ask(messages, kind, read, items=items)]
+            return [await self._ask(messages, kind, read, items=items, subject=subject)]
         return list(await asyncio.gather(*(
-            self._ask(messages, kind, read, draw, items) for draw in range(self.judge.samples)
+            self._ask(messages, kind, read, draw, items, subject)
+            for draw in range(self.judge.samples)
         )))
 
     def _vote(

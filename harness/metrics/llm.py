@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from harness.core.errors import ConfigError, JudgeError
 from harness.core.protocols import Judge
-from harness.core.types import Completion, RagSample, SampleResult, unscored
+from harness.core.types import Completion, JudgeSubject, RagSample, SampleResult, unscored
 from harness.judges.replies import parse
 from harness.metrics.contextual_precision import ContextualPrecision
 from harness.metrics.judged import JudgedMetric
@@ -66,14 +66,18 @@ class LLMContextPrecision(JudgedMetric):
             soft = self._soft_or_hard(completion, [verdict])
             return verdict, reason, None if soft is None else soft[0]
 
-        async def judge(chunk: str) -> list[Reading]:
+        async def judge(i: int, chunk: str) -> list[Reading]:
             messages = self.prompt.messages(
                 question=sample.user_input, answer=answer, context=chunk
             )
-            return await self._draws(messages, "pointwise", read)
+            ids = sample.retrieved_context_ids
+            about = JudgeSubject(sample.user_input or "", answer, (chunk,), sample.id,
+                                 None if ids is None or i >= len(ids) else (ids[i],))
+            return await self._draws(messages, "pointwise", read, subject=about)
 
         chunks = sample.retrieved_contexts or ()
-        outcomes = await asyncio.gather(*(judge(c) for c in chunks), return_exceptions=True)
+        outcomes = await asyncio.gather(*(judge(i, c) for i, c in enumerate(chunks)),
+                                        return_exceptions=True)
         per_chunk: list[list[Reading]] = []
         failed: list[tuple[int, JudgeError]] = []
         for i, outcome in enumerate(outcomes):

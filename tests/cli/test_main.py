@@ -124,7 +124,9 @@ def test_unscored_samples_are_counted_never_zero(tmp_path: Path) -> None:
         {"retrieved_context_ids": [], "reference_context_ids": ["b"]},
         {"retrieved_context_ids": ["a"]},
     ])
-    result = run_cli("dataset=jsonl", f"dataset.path={path}", "tracking=none", cwd=tmp_path)
+    # two of three unscored: past the default ceiling (0.5), accepted to count the reasons
+    result = run_cli("dataset=jsonl", f"dataset.path={path}", "tracking=none",
+                     "run.max_unscored_frac=1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     rows = result.rows()
     assert [r["score"] for r in rows] == [0.5, None, None]
@@ -145,7 +147,8 @@ def test_max_unscored_frac_fails_the_run_but_keeps_outputs(tmp_path: Path) -> No
     result = run_cli("dataset=jsonl", f"dataset.path={path}", "tracking=none",
                      "run.max_unscored_frac=0.2", cwd=tmp_path)
     assert result.returncode == 3
-    assert "1 of 2 samples are unscored" in result.stderr
+    assert "1 of 2 samples (50%) are unscored, more than run.max_unscored_frac=0.2" in (
+        result.stderr)
     assert result.summary()["n_unscored"] == 1
 
 

@@ -19,7 +19,7 @@ from harness.core.protocols import Judge, Parts
 from harness.core.redact import redact_tree, register_tree
 from harness.core.settings import Job, JobValue
 from harness.core.summary import AgreementSummary
-from harness.core.types import JudgeRequest
+from harness.core.types import JudgeRequest, JudgeSubject
 from harness.report.writers import AGREEMENT
 from harness.run.outputs import write_text
 from harness.run.record import base_tags, finish, tracked
@@ -115,7 +115,9 @@ def judge_all(judge: Judge, prompt: Any, pairs: list[Pair]) -> list[Outcome]:
     async def one(pair: Pair) -> Outcome:
         messages = prompt.messages(question=pair.question, answer="", context=pair.passage)
         request = JudgeRequest(messages, "pointwise", prompt_sha=prompt.sha256,
-                               variant="judge_agreement")
+                               variant="judge_agreement", subject=JudgeSubject(
+                                   pair.question, None, (pair.passage,), pair.query_id,
+                                   (pair.doc_id,)))
         try:
             return await judge.ask(request, lambda c: parse.pointwise(c.content))
         except JudgeError as e:
