@@ -185,9 +185,11 @@ def test_two_judges_at_once_pay_once_per_judgement(judge_server, db):
 def test_a_killed_owners_claims_are_taken_over_after_the_lease(tmp_path, judge_server, db):
     judge_server.labels.update(sample_labels())
     judge_server.configure(hang=1.0)  # the first process's requests are never answered
-    # judge.timeout=1: a 2 s lease, renewed while the process lives
+    # judge.timeout=1: a 2 s lease, renewed while the process lives (and it lives: a judge
+    # that never answers would otherwise end the run after a few time-outs)
     args = judge_args(judge_server, db, "tracking=none", "judge.timeout=1",
-                      "judge.max_retries=100", "judge.max_concurrency=4")
+                      "judge.max_retries=100", "judge.max_concurrency=4",
+                      "judge.max_timeouts_in_a_row=null")
     owner = start_cli(*args, cwd=tmp_path)
     claims = "SELECT count(*), min(owner) FROM harness_cache.entries WHERE value IS NULL"
     deadline = time.monotonic() + 60
