@@ -29,7 +29,8 @@ class RunSettings:
         batch_size: Samples scored per batch (memory stays flat on any file size).
         max_unscored_frac: Fail the run (exit code 3, outputs still written) when more
             than this fraction of samples is unscored (0.5 by default: a mean over fewer
-            than half the samples does not describe the dataset); 1 or null for no limit.
+            than half the samples does not describe the dataset); 1: no limit (null: only a run
+            with nothing scored fails).
         progress: Show a progress bar on stderr for work longer than a second.
         quiet: Print nothing but errors (for CI logs).
         objective: The logged metric a job returns to a sweeper and a sweep's parent run
