@@ -22,7 +22,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.redact import redact, redact_uri
@@ -217,10 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     return 130  # not reached: stops exits; for the type checker
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as the command's one ``error:`` line (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        if "required: command" in message:
+            message = "give a command: info or prune"
+        print(f"error: {self.prog}: {message}; see harness-cache --help", file=sys.stderr)
+        sys.exit(2)
+
+
 def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.cli.cache", description=__doc__.splitlines()[0]
-    )
+    parser = _Parser(prog="harness-cache", description=__doc__.splitlines()[0])
     path_help = (
         f"the cache file, as judge.cache_path names it for a run (default: {default_path()}); "
         "judge.cache_path=FILE and --path FILE work too"

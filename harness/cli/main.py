@@ -181,7 +181,7 @@ def main() -> None:
     file, a refused callback or logging factory) is one line (``cli.failures``); an
     interruption outside a job, one line and 128 + the signal's number."""
     from harness.cli.signals import exiting, signal_number
-    from harness.cli.stderr import hold_stderr
+    from harness.cli.stderr import flat_line, hold_stderr, usage_line
     from harness.config.hints import ComposeError, suggest
     from harness.core.errors import ConfigError
     from harness.tracking.mlflow.tracker import discard_prewarmed
@@ -208,12 +208,13 @@ def main() -> None:
     except _Reported:
         raise
     except SystemExit as e:
-        if e.code == 1 and held.holding:  # Hydra could not compose: one line, if we can
+        if e.code == 1 and held.holding:  # Hydra could not compose: one line
             hint = suggest(args)
-            if hint:
-                held.replace(typo_line(hint, held.held()))
-            else:
-                held.release()
+            text = held.held()
+            if text.strip():
+                held.replace(typo_line(hint, text) if hint else flat_line(text))
+        elif e.code == 2 and held.holding and usage_line(held.held()):  # Hydra's flags
+            held.replace(str(usage_line(held.held())))
         elif e.code == 1:  # a job that crashed in Hydra's hands: the hint after
             hint = suggest(args)
             if hint:

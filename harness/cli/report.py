@@ -23,9 +23,16 @@ RUN_ID = re.compile(r"[0-9a-f]{32}")
 def main(argv: list[str] | None = None) -> int:
     """Run the command; the exit code (0 written, 2 bad input)."""
     args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help"):
+    if args and args[0] in ("-h", "--help"):
         print(USAGE)
-        return 0 if args else 2
+        return 0
+    if not args or not Path(args[0]).exists() and (
+            args[0].startswith("-") or "=" in args[0].partition("/")[0]):
+        given = f"got {args[0]!r}; " if args else ""
+        print(f"error: {given}give a run folder, a sweep folder or an MLflow run id first: "
+              "python -m harness.report RUN_DIR|SWEEP_DIR|RUN_ID [tracking_uri=URI] [out=FILE] "
+              "(--help says more)", file=sys.stderr)
+        return 2
     options = dict(a.partition("=")[::2] for a in args[1:])
     unknown = sorted(set(options) - {"tracking_uri", "out"})
     with stops("harness.report", "the report was not written"):
@@ -35,16 +42,15 @@ def main(argv: list[str] | None = None) -> int:
             out = check_out(options["out"]) if "out" in options else None
             path = write(args[0], out, options.get("tracking_uri"))
         except HarnessError as e:
-            print(f"harness.report: {redact(str(e))}", file=sys.stderr)
+            print(f"error: {redact(str(e))}", file=sys.stderr)
             return 2
         except OSError as e:  # a folder that cannot be read, a file that cannot be written
             where = f" {e.filename}" if e.filename else ""
-            print(f"harness.report: cannot read or write{where} ({e.strerror or e})",
-                  file=sys.stderr)
+            print(f"error: cannot read or write{where} ({e.strerror or e})", file=sys.stderr)
             return 2
         except Exception as e:  # the store's (a missing driver, MLflow's own): one line
             lines = str(e).strip().splitlines()
-            print(f"harness.report: {type(e).__name__}: {redact(lines[0] if lines else '')}",
+            print(f"error: {type(e).__name__}: {redact(lines[0] if lines else '')}",
                   file=sys.stderr)
             return 2
     print(f"wrote {path}")

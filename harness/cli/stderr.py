@@ -3,6 +3,7 @@ can lead Hydra's multi-line composition error instead of trailing it."""
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -76,3 +77,24 @@ def release_stderr() -> None:
     """Stop holding stderr, writing what was held (a job starts: Hydra composed it)."""
     while _held:
         _held.pop().release()
+
+
+def flat_line(text: str) -> str:
+    """Hydra's multi-line composition error as one ``error:`` line: its message, without
+    the config search path and links, with the options it listed."""
+    lines = []
+    for line in text.strip().splitlines():
+        if line.startswith(("Config search path:", "Available options in", "\t")):
+            break
+        if line.strip() and not line.startswith("See https://"):
+            lines.append(line.strip())
+    listing = re.search(r"Available options in '[^']*':\n((?:\t.*\n?)+)", text)
+    options = listing.group(1).split() if listing else []
+    return ("error: " + " ".join(lines).removeprefix("Error: ")
+            + (f"; the options: {', '.join(options)}" if options else ""))
+
+
+def usage_line(text: str) -> str | None:
+    """argparse's usage and error (Hydra's flags) as one ``error:`` line, or ``None``."""
+    found = re.search(r"^\S+: error: (.*)$", text, re.MULTILINE) if "usage:" in text else None
+    return f"error: {found.group(1)}; see harness --help" if found else None

@@ -63,6 +63,9 @@ def _suggest(args: list[str]) -> str | None:
         if arg.startswith("-") or "=" not in arg:
             continue
         key = arg.split("=", 1)[0]
+        if key.startswith("+") and key[1:] in groups:  # Hydra: "Multiple values for ..."
+            return (f"hint: '{arg}': {key[1:]} is in the config's defaults already ('+' "
+                    f"adds a group it lacks); write {arg[1:]}")
         if key.startswith(("+", "~", "hydra")):
             continue
         (picks if "." not in key and "/" not in key else keys).append(arg)
@@ -81,7 +84,8 @@ def _suggest(args: list[str]) -> str | None:
             if (Path("conf") / key / f"{value}.yaml").is_file() and len(folders) == 1:
                 return (f"hint: '{value}' is in ./conf/{key}/{value}.yaml, which Hydra reads "
                         "once you add hydra.searchpath=[file://conf]")
-            return f"hint: '{value}' is not a {key} option{closest(value, options)}"
+            article = "an" if key[:1] in "aeiou" else "a"
+            return f"hint: '{value}' is not {article} {key} option{closest(value, options)}"
         elif not key.isidentifier() or key in ("experiment_name", "run", "trusted_targets"):
             continue
         else:

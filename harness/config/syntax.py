@@ -25,6 +25,8 @@ _WITH_VALUE = {"--config-dir", "-cd", "--config-path", "-cp", "--config-name", "
                "--cfg", "-c", "--package", "-p", "--info", "-i", "--experimental-rerun",
                "--shell-completion", "-sc"}
 _OPEN, _CLOSE = "[{(", "]})"
+#: Groups a run cannot do without: ``~metric`` would end in a traceback inside the job.
+_REQUIRED = ("dataset", "retriever", "metric", "tracking")
 #: ``name: value`` inside a mapping value (``{api_key: K9}``), to mask a secret's value.
 _NAMED = re.compile(r"(?P<name>[\w.-]+)(?P<sep>\s*:\s*)(?P<value>[^,{}\[\]\s]+)")
 
@@ -145,6 +147,12 @@ def check_syntax(args: Sequence[str]) -> list[str]:
             out.append(arg)
             continue
         key, sep, value = arg.partition("=")
+        if key[:1] == "~" and key[1:] in _REQUIRED:
+            raise ComposeError(f"{arg}: a run needs a {key[1:]}; choose one with "
+                               f"{key[1:]}=NAME instead of removing it")
+        if sep and not key.lstrip("+~"):
+            raise ComposeError(f"{arg!r}: no setting before '='; write KEY=VALUE "
+                               "(e.g. metric=id_ranked)")
         if sep and value.startswith("~"):  # the shell leaves ~ after "=": the home folder
             value = os.path.expanduser(value)
             arg = f"{key}={value}"

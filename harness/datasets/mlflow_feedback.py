@@ -16,6 +16,7 @@ convention (``TRACE`` or ``TRACE/SPAN``) and the store setting.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,6 +99,9 @@ def write_feedback(rows: Iterable[Mapping[str, Any]], tracking_uri: str, metric:
     sources = {name: _source(name) for name in done.metrics}
     ours = {s.source_id for s in sources.values()}
     client = TracingClient(tracking_uri)
+    # a refused write is our one line below, not first MLflow's SQL error and two tracebacks
+    # (it logs them, then raises what we report)
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     for trace_id, samples in by_trace.items():
         try:
             trace: Any = client.get_trace(trace_id)

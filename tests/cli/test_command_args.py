@@ -33,14 +33,14 @@ def test_out_is_a_folder(run_dir: Path, tmp_path: Path,
     for folder in (tmp_path, run_dir):  # the example, and the run's own folder
         code, err = report(capsys, str(run_dir), f"out={folder}")
         assert code == 2
-        assert err == [f"harness.report: out={folder} is a folder; give the report's file "
+        assert err == [f"error: out={folder} is a folder; give the report's file "
                        f"name, e.g. out={folder / 'report.html'}"]
 
 
 def test_out_in_a_missing_folder_or_over_another_file(
         run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, err = report(capsys, str(run_dir), f"out={tmp_path / 'no' / 'r.html'}")
-    assert code == 2 and err == [f"harness.report: out={tmp_path / 'no' / 'r.html'}: the folder "
+    assert code == 2 and err == [f"error: out={tmp_path / 'no' / 'r.html'}: the folder "
                                  f"{tmp_path / 'no'} does not exist; create it or write elsewhere"]
     summary = run_dir / "summary.json"
     before = summary.read_bytes()
@@ -48,7 +48,7 @@ def test_out_in_a_missing_folder_or_over_another_file(
     assert code == 2 and len(err) == 1 and "exists and is not an HTML report" in err[0]
     assert summary.read_bytes() == before  # the run's result is never overwritten
     code, err = report(capsys, str(run_dir), "out=")
-    assert code == 2 and err == ["harness.report: out= is empty: give the report's file name, "
+    assert code == 2 and err == ["error: out= is empty: give the report's file name, "
                                  "e.g. out=report.html"]
 
 
@@ -66,5 +66,5 @@ def test_a_good_out_and_an_earlier_report_are_written(
 def test_a_store_that_cannot_be_opened_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, err = report(capsys, "0123456789abcdef0123456789abcdef",
                        "tracking_uri=postgresql://u:S3CRETpw@127.0.0.1:9/db")
-    assert code == 2 and len(err) == 1 and err[0].startswith("harness.report: ")
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ")
     assert "S3CRETpw" not in err[0]

@@ -90,7 +90,7 @@ def test_bad_targets_fail_with_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert report_main([str(tmp_path)]) == 2  # an empty folder: neither a run nor a sweep
     assert report_main([str(tmp_path), "colour=red"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 4 and all(line.startswith("harness.report: ") for line in err)
+    assert len(err) == 4 and all(line.startswith("error: ") for line in err)
     assert "neither a folder nor an MLflow run id" in err[0]
     assert "no MLflow store" in err[1]
     assert "no job folder with a summary.json" in err[2]
