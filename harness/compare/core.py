@@ -255,7 +255,7 @@ def _label(run: Any, metric: str) -> str:
 def _rank_group(runs: list[Any], values: dict[str, Any], metric: str,
                 stats: tuple[int, float, int], top: int | None) -> dict[str, Any]:
     varying, notes = _varying(runs), []
-    rows = rank_rows(runs, values, metric, varying, *stats)
+    rows = rank_rows(runs, values, metric, varying, *stats, logged)
     missing = [r["run_name"] for r in rows if r["ci"] is None]
     if missing:
         notes.append(f"no per-query {metric} in samples.jsonl of "
@@ -269,7 +269,7 @@ def _pair_group(runs: list[Any], values: dict[str, Any], metric: str,
                 stats: tuple[int, float, int], notes: list[str]) -> dict[str, Any]:
     base, cand = runs
     varying = _varying(runs)
-    rows = rank_rows(runs, values, metric, varying, *stats)
+    rows = rank_rows(runs, values, metric, varying, *stats, logged)
     by_id = {r["run_id"]: r for r in rows}
     rows = [by_id[base.info.run_id], by_id[cand.info.run_id]]
     rows[0]["rank"], rows[1]["rank"] = "baseline", "candidate"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -100,16 +100,17 @@ def paired_test(
 def rank_rows(
     runs: Sequence[Any], values: dict[str, dict[str, float] | None], metric: str,
     varying: Sequence[str], resamples: int, confidence: float, seed: int,
+    logged: Callable[[Any], Mapping[str, float]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per MLflow run, ranked by ``metric`` (descending; runs without it last)."""
-    from harness.compare.pairing import logged
+    """One row per MLflow run, ranked by ``metric`` (descending; runs without it last);
+    ``logged``: a run's metrics (default: what it logged)."""
     from harness.tracking.sweep import rank_key
 
     rows = []
     # a variant's own counts beside its mean (non_llm/mean: non_llm/n_scored)
     prefix = metric[: -len("mean")] if metric.endswith("/mean") else ""
     for r, order in zip(runs, job_order(runs), strict=True):
-        v, m = values[r.info.run_id], logged(r)
+        v, m = values[r.info.run_id], (logged or _metrics)(r)
         scored = m.get(f"{prefix}n_scored") if metric.endswith("mean") else None
         rows.append({
             "run_id": r.info.run_id, "run_name": r.info.run_name or r.info.run_id,
@@ -125,6 +126,10 @@ def rank_rows(
     for i, row in enumerate(rows, 1):
         row["rank"] = i
     return rows
+
+
+def _metrics(run: Any) -> Mapping[str, float]:
+    return dict(run.data.metrics)
 
 
 def job_order(runs: Sequence[Any]) -> list[int]:
