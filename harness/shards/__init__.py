@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -76,8 +77,7 @@ class ShardedEvaluate(Evaluate):
                 "judge-free metrics (id_ranked, id_based, non_llm), or set run.shards=1"
             )
         target = (job.config.get("dataset") or {}).get("_target_")
-        kind = type(parts.dataset)
-        if target != f"{kind.__module__}.{kind.__qualname__}":
+        if not _built_by(target, type(parts.dataset)):
             raise ConfigError(
                 f"run.shards={shards}: the dataset was handed over in memory, which workers "
                 "cannot read; save it to a file (dataset=jsonl) or set run.shards=1"
@@ -92,6 +92,18 @@ class ShardedEvaluate(Evaluate):
     def dropped(self, tally: Tally) -> list[str]:
         """Nothing: each shard drops the cut-offs above the depth from its own rows."""
         return []
+
+
+def _built_by(target: Any, kind: type) -> bool:
+    """Whether the config's ``dataset._target_`` names class ``kind`` (by its own path, or a
+    package's re-export: ``harness.datasets.beir.BeirDataset``), so that a worker builds the
+    same dataset from the config. Nothing is imported: building it imported the module."""
+    if not isinstance(target, str):
+        return False
+    if target == f"{kind.__module__}.{kind.__qualname__}":
+        return True
+    module, _, name = target.rpartition(".")
+    return getattr(sys.modules.get(module), name, None) is kind
 
 
 def sharded(task: Task) -> Task:
