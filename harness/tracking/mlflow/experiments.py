@@ -12,10 +12,13 @@ Importing this module imports nothing from MLflow.
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from harness.core.errors import TrackingError
 from harness.core.redact import redact_uri
+
+_SQLITE = "sqlite:///"
 
 
 def deleted(uri: str, name: str, experiment_id: str) -> TrackingError:
@@ -38,10 +41,11 @@ def check_local(uri: str, name: str) -> None:
     """For a local SQLite store that exists: refuse experiment ``name`` if it is in the
     trash, before any work (read-only; a store that cannot be read is left to MLflow's
     open, which names its fault)."""
-    from harness.tracking.mlflow.store import _local_file, absolute
-
-    db = _local_file(absolute(uri))
-    if db is None or not db.is_file():
+    path = uri.removeprefix(_SQLITE).split("?", 1)[0]
+    if not uri.startswith(_SQLITE) or path in ("", ":memory:"):
+        return
+    db = Path(path).expanduser()  # relative: the working directory's, as MLflow reads it
+    if not db.is_file():
         return
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
