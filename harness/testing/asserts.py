@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.testing.checks import WORST, checked_floors, judge
+from harness.testing.paths import anchored
 
 if TYPE_CHECKING:
     from harness.api import EvaluationResult
 
 #: The keys a config file may hold.
 CONFIG_KEYS = ("metric", "overrides", "floors", "worst")
-#: Override keys whose relative value is a path, read against the config file's folder.
-_PATH_KEYS = ("path", "corpus", "cache_path", "dir", "documents")
 
 
 def assert_context_precision(
@@ -72,8 +71,8 @@ def check_config(
     """Run the config file ``path`` and fail below its floors (``floors`` here win).
 
     The file is YAML: ``metric`` (the variant), ``overrides`` (settings in CLI syntax, e.g.
-    ``[dataset=jsonl, dataset.path=data.jsonl, retriever=bm25]``; a relative path in a
-    ``*.path``/``*.corpus`` setting is read against the file's folder), ``floors`` and
+    ``[dataset=jsonl, dataset.path=data.jsonl, retriever=bm25]``; a relative path in a path
+    setting is read against the file's folder: ``harness.testing.paths``), ``floors`` and
     ``worst``. ``overrides`` here are applied after the file's.
     """
     __tracebackhide__ = True
@@ -114,7 +113,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
     worst = spec.get("worst", WORST)
     if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
         raise ConfigError(f"{file}: worst: expected a whole number >= 0, got {worst!r}")
-    spec["overrides"] = [_anchored(o, file.parent) for o in given]
+    spec["overrides"] = anchored(given, file.parent)  # paths: from the file's folder
     if "floors" in spec:
         spec["floors"] = checked_floors(spec["floors"], f"{file}: floors")
     return spec
@@ -161,13 +160,3 @@ def merged(*lists: Sequence[str]) -> list[str]:
         out.pop(key, None)
         out[key] = override
     return list(out.values())
-
-
-def _anchored(override: str, folder: Path) -> str:
-    """``KEY=VALUE`` with a relative path value of a path setting read against ``folder``."""
-    key, _, value = override.partition("=")
-    last = key.rpartition(".")[2]
-    if (key.count(".") and last in _PATH_KEYS and value and value not in ("null", "None")
-            and not Path(value).is_absolute() and not value.startswith(("${", "pkg://"))):
-        return f"{key}={(folder / value).resolve()}"
-    return override

@@ -46,7 +46,7 @@ class Check:
     def line(self) -> str:
         """One line for the session summary."""
         values = observed(self.summary)
-        parts = [f"{name}={_num(values.get(name))} (floor {_num(floor)})"
+        parts = ["{}={} (floor {})".format(name, *_apart(values.get(name), floor))
                  for name, floor in self.floors.items()]
         judge = self.summary.get("judge")
         if isinstance(judge, dict):
@@ -133,8 +133,10 @@ def missed(summary: Mapping[str, Any], floors: Mapping[str, float]) -> list[str]
             raise ConfigError(f"floors[{name!r}]: this run has no such number"
                               f"{closest(name, values)}; it has {', '.join(sorted(values))}")
         value = values[name]
-        if value is None or value < floor:
-            out.append(f"{name} {_num(value)} < {_num(floor)}")
+        if value is None or not isinstance(value, (int, float)) or math.isnan(value) \
+                or value < floor:  # NaN compares false: it passes no floor
+            shown, low = _apart(value, floor)
+            out.append(f"{name} {shown}{' (not a number)' if shown == 'nan' else ''} < {low}")
     return out
 
 
@@ -184,3 +186,15 @@ def judge(result: EvaluationResult, metric: str, floors: Mapping[str, float], la
 
 def _num(value: Any) -> str:
     return "none" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _apart(value: Any, floor: float) -> tuple[str, str]:
+    """``value`` and ``floor`` with as many digits as tell them apart (4 at least):
+    ``0.9999999999`` below a floor of 1 is not ``1 < 1``."""
+    if not isinstance(value, float) or value == floor or math.isnan(value):
+        return _num(value), _num(floor)
+    for digits in range(4, 18):
+        shown = f"{value:.{digits}g}", f"{floor:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return repr(value), repr(floor)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import ConfigError
-from harness.testing.asserts import _anchored, merged
+from harness.testing.asserts import merged
 from harness.testing.checks import checked_floors, missed, observed, worst_rows
+from harness.testing.paths import anchored
 
 
 def test_the_worst_rows_are_the_unscored_then_the_lowest_in_input_order() -> None:
@@ -49,15 +50,15 @@ def test_a_setting_given_again_replaces_the_earlier_one() -> None:
 
 
 @pytest.mark.parametrize(("override", "expected"), [
-    ("dataset.path=data/x.jsonl", "dataset.path=/cfg/data/x.jsonl"),
-    ("dataset.corpus=docs.jsonl", "dataset.corpus=/cfg/docs.jsonl"),
-    ("judge.cache_path=v.sqlite", "judge.cache_path=/cfg/v.sqlite"),
+    ("dataset.path=data/x.jsonl", "dataset.path='/cfg/data/x.jsonl'"),
+    ("dataset.corpus=docs.jsonl", "dataset.corpus='/cfg/docs.jsonl'"),
+    ("judge.cache_path=v.sqlite", "judge.cache_path='/cfg/v.sqlite'"),
     ("dataset.path=/abs/x.jsonl", "dataset.path=/abs/x.jsonl"),
     ("dataset.path=null", "dataset.path=null"),
-    ("dataset=jsonl", "dataset=jsonl"),
     ("metric.threshold=0.5", "metric.threshold=0.5"),
+    ("dataset.fields.id=path", "dataset.fields.id=path"),  # a column name, not a path
 ])
 def test_a_config_files_relative_paths_are_read_against_its_folder(
     override: str, expected: str
 ) -> None:
-    assert _anchored(override, Path("/cfg")) == expected
+    assert anchored(["dataset=jsonl", override], Path("/cfg")) == ["dataset=jsonl", expected]
