@@ -124,19 +124,19 @@ def running(error: BaseException) -> str | None:
         path = code.co_filename.replace("\\", "/")
         for ending, function in _ROLES:
             if "/" + ending in path and function in ("", code.co_name):
-                found = _role(ending, local) or found
+                found = _role(ending, code.co_name, local) or found
                 break
         tb = tb.tb_next
     return found
 
 
-def _role(ending: str, local: dict[str, object]) -> str | None:
+def _role(ending: str, function: str, local: dict[str, object]) -> str | None:
     owner = local.get("self")
     if ending == "harness/run/timing.py":
         component = getattr(owner, "component", None)
         return component if isinstance(component, str) else "the retriever"
-    if ending == "harness/run/loop.py" and "component" in local:  # evaluate
-        return str(local["component"])
+    if function == "evaluate":  # the scoring loop: its metric (once it is scoring)
+        return str(local["component"]) if "component" in local else None
     if ending == "harness/metrics/judged.py":
         return f"the judge of metric {getattr(owner, 'name', '')}".rstrip()
     if ending == "harness/shards/__init__.py":
