@@ -1,13 +1,15 @@
 """An offline judge (``judge=fixture``): verdicts from a labels file or a simple rule, with
 no model, no key and no network, so every LLM variant runs in a CI or on a laptop.
 
-It reads what a model would read: the ``<question>``, ``<answer>`` and ``<context>`` (or
-numbered ``<contexts>``) sections of the last user message of the harness's prompts, and
-answers in the JSON the variants parse.
+It judges what the request's ``subject`` holds (the sample's question, answer and chunks,
+with their ids), never the prompt re-read; a request without one (another caller's) is
+read from the ``<question>``, ``<answer>`` and ``<context>`` (or numbered ``<contexts>``)
+sections of the harness's prompts. It answers in the JSON the variants parse.
 
-- ``labels=FILE``: JSON lines ``{"question": ..., "context": ..., "relevant": 0|1}`` (the
-  chunk's text as the dataset gives it); a chunk with no label leaves its sample unscored,
-  naming the question (``unlabelled=irrelevant`` counts it as not relevant instead).
+- ``labels=FILE``: JSON lines naming a chunk by ids (``{"id": ..., "context_id": ...,
+  "relevant": 0|1}``) or by text (``{"question": ..., "context": ...}``, whole or cut as
+  ``samples.jsonl`` shows it): ``harness.judges.labels``; a chunk with no label leaves its
+  sample unscored, naming it (``unlabelled=irrelevant`` counts it as not relevant instead).
 - without labels, ``rule=overlap``: relevant iff at least ``min_overlap`` of the answer's
   words (the reference, or the response for ``llm_without_reference``; the question where
   the prompt has no answer, as in ``task=judge_agreement``) are in the chunk.
