@@ -253,5 +253,5 @@ class TrecDataset:
             out["answers"] = str(self.answers_path)
             out["queries_with_answer"] = sum(1 for q in selected if q in (self._answers or {}))
         if self.documents is not None:
-            out.update(self.documents.describe())
+            out.update(self.documents.describe(self.samples))  # qrels ids it lacks: counted
         return out

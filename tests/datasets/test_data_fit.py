@@ -205,3 +205,17 @@ def test_beir_qrels_judging_some_missing_documents_warn(tmp_path: Path) -> None:
                      "retriever.cache=false", "metric=id_ranked", "tracking=none", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "1 documents judged in the qrels are not in the corpus (e.g. 'gone')" in result.stdout
+
+
+def test_trec_qrels_naming_documents_the_corpus_lacks_are_counted(tmp_path: Path) -> None:
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    run.write_text("".join(f"{q} Q0 os.path.f{q} 1 2.0 sys\n" for q in range(1, 4)), "utf-8")
+    qrels.write_text("1 0 os.path.f1 1\n2 0 os/path/f2 1\n3 0 os.path.f3 1\n3 0 gone 1\n",
+                     "utf-8")
+    result = run_cli("dataset=trec", f"dataset.run={run}", f"dataset.qrels={qrels}",
+                     f"dataset.corpus={corpus(tmp_path)}", "metric=id_ranked", "tracking=none",
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    d = result.summary()["dataset"]
+    assert (d["reference_ids"], d["reference_ids_missing_from_corpus"]) == (4, 2)
+    assert "2 of 4 reference ids are not in " in result.stdout
