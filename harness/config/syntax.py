@@ -138,7 +138,8 @@ def _unreadable(arg: str, error: Exception) -> str:
 def check_syntax(args: Sequence[str]) -> list[str]:
     """``args`` with each override checked against Hydra's grammar (``~`` and non-ASCII
     text values taken as text). Raises ``ComposeError``: one line naming the setting."""
-    multirun = bool({"-m", "--multirun"}.intersection(args))
+    multirun = bool({"-m", "--multirun"}.intersection(args)) or any(
+        a.lstrip("+").replace(" ", "") == "hydra.mode=MULTIRUN" for a in args)
     out: list[str] = []
     skip = False
     for i, arg in enumerate(args):
