@@ -48,6 +48,9 @@ def merge(tallies: Sequence[Tally], into: Tally, sums: Mapping[str, float]) -> T
             add_scores(scores, tally.variants[name])
         into.n_retrieval += tally.n_retrieval
         into.retrieval_depth = max(into.retrieval_depth, tally.retrieval_depth)
+        into.id_queries += tally.id_queries  # retrieved ids meeting reference ids
+        into.id_matched += tally.id_matched
+        into.id_example = into.id_example or tally.id_example
     names = next((list(t.retrieval) for t in tallies if t.retrieval), [])
     into.retrieval = {name: sums[name] for name in names}
     into.verdict_map = evenly([t.verdict_map for t in tallies])

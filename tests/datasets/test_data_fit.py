@@ -219,3 +219,16 @@ def test_trec_qrels_naming_documents_the_corpus_lacks_are_counted(tmp_path: Path
     d = result.summary()["dataset"]
     assert (d["reference_ids"], d["reference_ids_missing_from_corpus"]) == (4, 2)
     assert "2 of 4 reference ids are not in " in result.stdout
+
+
+def test_sharded_runs_count_ids_as_one_process_does(tmp_path: Path) -> None:
+    rows = [{"id": f"q{i}", "retrieved_context_ids": [f"D{i}"],
+             "reference_context_ids": [f"D{i}" if i % 4 == 0 else f"doc{i}"]} for i in range(12)]
+    data = write(tmp_path, rows)
+    args = ("dataset=jsonl", f"dataset.path={data}", "metric=id_ranked", "tracking=none",
+            "run.retrieval_ks=[]", "run.max_unscored_frac=1")
+    one, sharded = run_cli(*args, cwd=tmp_path), run_cli(*args, "run.shards=3", cwd=tmp_path)
+    assert one.returncode == sharded.returncode == 0, sharded.stderr
+    for result in (one, sharded):
+        d = result.summary()["dataset"]
+        assert (d["queries_with_ids"], d["queries_retrieving_a_reference_id"]) == (12, 3)
