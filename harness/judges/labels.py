@@ -39,6 +39,7 @@ class Labels:
     by_question_id: dict[Key, int] = field(default_factory=dict)  # (question, document id)
     by_text: dict[Key, int] = field(default_factory=dict)  # (question, chunk text)
     cut: dict[Key, int] = field(default_factory=dict)  # texts as samples.jsonl cuts them
+    cut_question_id: dict[Key, int] = field(default_factory=dict)  # a cut question, an id
     lines: dict[tuple[str, Key], int] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -56,7 +57,7 @@ class Labels:
 
     def _table(self, kind: str) -> dict[Key, int]:
         return {"ids": self.by_ids, "question_id": self.by_question_id, "text": self.by_text,
-                "cut": self.cut}[kind]
+                "cut": self.cut, "cut_question_id": self.cut_question_id}[kind]
 
     def find(self, subject: JudgeSubject, index: int) -> int | None:
         """The label of chunk ``index`` of ``subject``, or ``None``."""
@@ -69,6 +70,10 @@ class Labels:
                 return self.by_ids[subject.sample_id, doc]
             if (question, doc) in self.by_question_id:
                 return self.by_question_id[question, doc]
+            found = next((v for (q, d), v in self.cut_question_id.items()
+                          if d == doc and _matches(q, question)), None)
+            if found is not None:
+                return found
         found = self.by_text.get((question, context))
         if found is not None:
             return found
@@ -157,7 +162,8 @@ def _add(labels: Labels, path: Path, record: dict[str, Any], line: int, value: i
         if sample is not None:
             labels.add("ids", (sample, doc), value, path, line)
         if question is not None:
-            labels.add("question_id", (question, doc), value, path, line)
+            kind = "cut_question_id" if question.endswith(CUT) else "question_id"
+            labels.add(kind, (question, doc), value, path, line)
     if context is not None:
         if question is None:
             raise DatasetError(str(path), "missing: a row with context (a chunk's text) "

@@ -129,6 +129,21 @@ def test_labels_copied_from_samples_jsonl_cut_texts_match(tmp_path: Path) -> Non
     assert result.summary()["n_scored"] == 4 and result.summary()["mean"] == 1.0
 
 
+def test_a_cut_question_with_context_ids_matches(tmp_path: Path) -> None:
+    question = "why " * 100  # 400 characters: samples.jsonl shows 300 and "…"
+    rows = [{"id": "s", "user_input": question, "reference": "r",
+             "retrieved_contexts": ["one", "two"], "retrieved_context_ids": ["d1", "d2"]}]
+    shown = question[:300] + "…"
+    labels = labels_file(tmp_path, [{"question": shown, "context_id": "d1", "relevant": 0},
+                                    {"question": shown, "context_id": "d2", "relevant": 1}])
+    result = run(tmp_path, dataset(tmp_path, rows), "contextual_precision",
+                 f"judge.labels={labels}")
+    assert result.returncode == 0, result.stderr
+    assert result.rows()[0]["question"] == shown  # as the user copied it
+    assert result.rows()[0]["verdicts"] == [0, 1]
+    assert result.summary()["mean"] == pytest.approx(0.5)  # relevant at rank 2 only
+
+
 def test_an_unlabelled_chunk_is_named_by_its_ids(tmp_path: Path) -> None:
     labels = labels_file(tmp_path, [{"id": "q0", "context_id": "d0a", "relevant": 1}])
     result = run(tmp_path, id_data(tmp_path), "contextual_precision", f"judge.labels={labels}",
