@@ -5,10 +5,11 @@ from __future__ import annotations
 from helpers.cli import CliResult
 
 
-def fails(result: CliResult, *fragments: str) -> str:
-    """Exit 2, one ``error:`` line (no traceback) holding every fragment, no rows and no
-    summary written; the line is returned."""
-    assert result.returncode == 2, (result.stdout, result.stderr)
+def fails(result: CliResult, *fragments: str, code: int = 2) -> str:
+    """Exit ``code`` (2: bad input; 1: the command line does not compose), one ``error:``
+    line (no traceback) holding every fragment, no rows and no summary written; the line is
+    returned."""
+    assert result.returncode == code, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr, result.stderr
     lines = [x for x in result.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr

@@ -163,6 +163,14 @@ def test_a_metric_setting_goes_to_the_variants_that_have_it(tmp_path: Path) -> N
     (("metric=[id_ranked,non_lm]",),
      ("'non_lm' is not a metric option (did you mean 'non_llm'?)",
       "the options: contextual_precision, id_based, id_ranked")),
+])
+def test_a_list_that_does_not_compose_is_one_line_and_exit_1(
+        tmp_path: Path, args: tuple[str, ...], fragments: tuple[str, ...]) -> None:
+    """As the same typo alone (``metric=non_lm``, ``metric.treshold=0.9``): exit 1."""
+    fails(run_cli(*args, *SAMPLE, cwd=tmp_path), *fragments, code=1)
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
     (("metric=[id_ranked,non_llm,id_ranked]",), ("'id_ranked' is listed twice",)),
     (("metric=[id_ranked,non_llm]", "run.objective=non_lm/mean"),
      ("run.objective: 'non_lm/mean' is not a metric a run logs (did you mean "
