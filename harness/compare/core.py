@@ -3,7 +3,6 @@ test a candidate against a baseline (the steps in order)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -26,6 +25,7 @@ from harness.compare.render import plot, render
 from harness.compare.stats import paired_test, rank_rows, top_two
 from harness.compare.store import finished, log_outputs, open_experiment, per_query, select_runs
 from harness.core.errors import ConfigError, TrackingError, closest
+from harness.run.outputs.files import json_text
 
 #: Params that never change a score; never shown as "what varied".
 COSMETIC = {"run.progress", "run.quiet", "run.fail_under"}
@@ -160,7 +160,7 @@ def compare(
         files[-2].write_text(table, "utf-8")
         saved = {k: v for k, v in result.items() if k not in ("table", "all_rows")}
         saved["groups"] = [{k: v for k, v in g.items() if k != "all_rows"} for g in groups]
-        files[-1].write_text(json.dumps(saved, indent=2) + "\n", "utf-8")
+        files[-1].write_text(json_text(saved), "utf-8")
         if log:
             target = log_outputs(c, exp_id, parent, files)
             result.update(logged_to=target, artifacts=[f"compare/{f.name}" for f in files])
@@ -290,3 +290,4 @@ def _pair_group(runs: list[Any], values: dict[str, Any], metric: str,
 def _gate(test: dict[str, Any], alpha: float, min_delta: float) -> dict[str, Any]:
     failed, line = gate(test, alpha, min_delta)
     return {"failed": failed, "line": line, "alpha": alpha, "min_delta": min_delta}
+

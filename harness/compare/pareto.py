@@ -153,7 +153,9 @@ def write(groups: Sequence[dict[str, Any]], out: Path, plots: bool,
     """Write ``pareto.json`` and (with ``plots``) ``pareto.png`` per group
     (``g<i>_pareto.png`` when there are several) into ``out``; return the paths."""
     path = out / "pareto.json"
-    path.write_text(json.dumps({"groups": list(groups)}, indent=2) + "\n", "utf-8")
+    from harness.run.outputs.files import json_text
+
+    path.write_text(json_text({"groups": list(groups)}), "utf-8")
     files = [path]
     if plots:
         try:

@@ -47,12 +47,16 @@ def finite(data: Any, where: str = "", found: list[str] | None = None) -> Any:
     return data
 
 
-def write_json(path: Path, data: Any) -> Path:
-    """Write ``data`` as indented UTF-8 JSON, whole, without credentials; a NaN or an
-    infinity is written as ``null``, and an object's ``non_finite_as_null`` lists where."""
+def json_text(data: Any) -> str:
+    """``data`` as indented JSON text without credentials; a NaN or an infinity as
+    ``null`` (JSON has neither), and an object's ``non_finite_as_null`` lists where."""
     found: list[str] = []
     data = finite(data, found=found)
     if found and isinstance(data, dict):
         data[NON_FINITE] = found
-    text = json.dumps(redact_tree(data), indent=2, ensure_ascii=False, allow_nan=False)
-    return write_text(path, text + "\n")
+    return json.dumps(redact_tree(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write ``data`` as indented UTF-8 JSON, whole (``json_text``)."""
+    return write_text(path, json_text(data))
