@@ -267,8 +267,8 @@ def build_parts(cfg: DictConfig, variants: Variants | None,
     the first one's config, and as the metric a ``Panel`` of every listed variant, each
     built from its own config (all of them closed if one cannot be built)."""
     from harness.config.build import build, check_missing, instantiate, uses
+    from harness.core.boundary import guarded
     from harness.metrics.panel import Panel
-    from harness.retrievers.boundary import guarded
 
     if variants is None:
         return cfg, build(cfg, dataset=dataset)

@@ -37,6 +37,7 @@ MOVED: dict[str, str] = {
     "harness.datasets.beir_files": "harness.datasets.beir.files",
     "harness.datasets.spans": "harness.shards.plan",
     "harness.retrievers.base": "harness.retrievers.corpus",
+    "harness.retrievers.boundary": "harness.core.boundary",
     "harness.retrievers.ann": "harness.retrievers.dense.ann",
     "harness.retrievers.encoder": "harness.retrievers.dense.encoder",
     "harness.retrievers.chroma_client": "harness.retrievers.chroma.client",

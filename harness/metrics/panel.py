@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.core.boundary import guarded
 from harness.core.errors import ComponentFailed
 from harness.core.protocols import Metric, OnDone
 from harness.core.types import RagSample, SampleResult
@@ -24,10 +25,6 @@ Guard = Callable[[str, str, Callable[[], Any]], Any]
 #: Judge counters that add up across members; the others are kept per member only.
 _MAXED = ("peak_in_flight",)
 _NOT_ADDED = ("final_limit", "agreement")
-
-
-def _call(component: str, call: str, work: Callable[[], T]) -> T:
-    return work()
 
 
 def variant_entry(result: SampleResult) -> dict[str, Any]:
@@ -42,12 +39,13 @@ class Panel:
     Args:
         members: The built variants; the first is the headline.
         names: Their option names (``details["variants"]`` keys); default: each ``name``.
-        guard: The boundary around a member's calls (``harness.retrievers.boundary.guarded``),
-            so a failure names the member: ``metric llm_with_reference: score_batch() ...``.
+        guard: The boundary around a member's calls (default: the one boundary of users'
+            code, ``harness.core.boundary.guarded``), so a failure names the member:
+            ``metric llm_with_reference: score_batch() ...``.
     """
 
     def __init__(self, members: Sequence[Metric], names: Sequence[str] | None = None,
-                 guard: Guard = _call) -> None:
+                 guard: Guard = guarded) -> None:
         if not members:
             raise ValueError("a panel needs at least one metric")
         self.members = list(members)
@@ -61,7 +59,7 @@ class Panel:
 
     @classmethod
     def built(cls, makers: Sequence[Callable[[], Metric]], names: Sequence[str],
-              guard: Guard = _call) -> Panel:
+              guard: Guard = guarded) -> Panel:
         """A panel of the members ``makers`` build, in order. When one fails, the members
         already built are closed (their judges' clients and loops) before the error goes on."""
         members: list[Metric] = []

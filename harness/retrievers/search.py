@@ -65,10 +65,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from harness.core.boundary import check_hits, guarded, label
 from harness.core.errors import ConfigError
 from harness.core.types import Corpus, Hit, RagSample
 from harness.core.validation import Range
-from harness.retrievers.boundary import check_hits, guarded, label
 from harness.retrievers.fill import check_optional_top_k, fill_samples
 
 
@@ -145,7 +145,7 @@ class SearchRetriever(ABC):
         return f"{cls.__module__}.{cls.__qualname__}"
 
     def _checked_search(self, queries: list[str]) -> list[list[Hit]]:
-        """``search`` behind the boundary of users' code (``harness.retrievers.boundary``):
+        """``search`` behind the boundary of users' code (``harness.core.boundary``):
         what it raises is one line naming this retriever, and its answer is checked, so a
         mistake is named here, not in a metric or the row writer."""
         component = f"retriever {label(self)}"

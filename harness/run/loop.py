@@ -9,13 +9,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
+from harness.core.boundary import guarded, quote
 from harness.core.errors import ComponentFailed
 from harness.core.protocols import Metric, Retriever
 from harness.core.redact import redact
 from harness.core.text import clip
 from harness.core.types import RagSample, SampleResult
 from harness.metrics.retrieval import at_cutoffs, sample_grades
-from harness.retrievers.boundary import guarded, quote
 from harness.run.missed import CorpusTexts, explain_low_scores
 from harness.run.outputs import OutputError, json_line
 from harness.run.outputs.folder import hint, reason

@@ -7,13 +7,13 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from harness.core.boundary import guarded
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.objectives import parse as parse_objective
 from harness.core.protocols import Parts
 from harness.core.settings import RunSettings
 from harness.core.types import RagSample
 from harness.metrics.panel import Panel
-from harness.retrievers.boundary import guarded
 from harness.run.loop import Tally, evaluate, retrieved
 from harness.run.missed import CorpusTexts
 from harness.run.questions import check_all, watched

@@ -104,7 +104,7 @@ def watcher(parts: Any) -> Questions | None:
     inner = getattr(retriever, "inner", retriever)
     kind = getattr(inner, "kind", None)
     if not isinstance(kind, str):
-        from harness.retrievers.boundary import label
+        from harness.core.boundary import label
 
         kind = label(inner)
     return Questions(parts.dataset, kind, parts.settings.quiet)

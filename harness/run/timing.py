@@ -16,11 +16,11 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.core.boundary import check_samples, guarded, label, quote
 from harness.core.described import index_facts
 from harness.core.errors import ComponentFailed
 from harness.core.protocols import Retriever
 from harness.core.types import Corpus, RagSample
-from harness.retrievers.boundary import check_samples, guarded, label, quote
 
 
 class Timed:
@@ -63,7 +63,7 @@ class Timed:
 
     def _retrieve(self, samples: Sequence[RagSample]) -> list[RagSample]:
         """The inner ``retrieve_batch`` behind the boundary of users' code, its answer
-        checked (``harness.retrievers.boundary``)."""
+        checked (``harness.core.boundary``)."""
         found = guarded(self.component, "retrieve_batch()",
                         lambda: self.inner.retrieve_batch(samples), mid_run=True)
         return check_samples(self.component, samples, found)

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from harness.core.boundary import error_text
 from harness.core.errors import HarnessError
 from harness.core.protocols import Metric, OnDone, Parts
 from harness.core.redact import redact, register_tree
@@ -22,7 +23,6 @@ from harness.core.text import one_line
 from harness.core.types import RagSample, SampleResult
 from harness.datasets.fields import MappedColumns
 from harness.metrics.retrieval import at_cutoffs
-from harness.retrievers.boundary import error_text
 from harness.run.loop import Tally
 from harness.run.outputs.folder import hint, reason
 from harness.shards.merge import fold
@@ -131,8 +131,8 @@ class ShardWorker:
         from omegaconf import OmegaConf
 
         from harness.config.build import instantiate
+        from harness.core.boundary import guarded
         from harness.metrics.panel import Panel
-        from harness.retrievers.boundary import guarded
 
         if not self.variants:
             metric: Metric = instantiate(cfg, "metric")

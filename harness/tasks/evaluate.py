@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness import __version__
+from harness.core.boundary import guarded
 from harness.core.errors import ComponentFailed, DatasetError, GateFailed, RunFailed
 from harness.core.objectives import job_value
 from harness.core.protocols import Parts
@@ -17,7 +18,6 @@ from harness.metrics.panel import Panel
 from harness.metrics.retrieval import dropped_names
 from harness.report.console import print_summary
 from harness.report.writers import EVALUATE
-from harness.retrievers.boundary import guarded
 from harness.run.gates import broken_limit, fail_under
 from harness.run.loop import Tally
 from harness.run.outputs import finalise, partial_of, streamed, strip_keys

@@ -18,7 +18,6 @@ from harness.metrics.base import BaseMetric
 from harness.metrics.id_based import IdContextPrecision
 from harness.metrics.non_llm import StringContextPrecision
 from harness.metrics.panel import Panel
-from harness.retrievers.boundary import guarded
 from harness.run.loop import evaluate as score_all
 
 ROWS = [json.loads(line) for line in
@@ -168,8 +167,7 @@ def test_close_closes_every_member_even_when_one_raises() -> None:
 
 
 def test_a_failing_member_is_named() -> None:
-    panel = Panel([Reversed(), Returning(fail=True)], names=["id_ranked", "non_llm"],
-                  guard=guarded)
+    panel = Panel([Reversed(), Returning(fail=True)], names=["id_ranked", "non_llm"])
     with pytest.raises(ComponentFailed, match=r"^metric non_llm: score_batch\(\) raised "
                                               "ValueError: broken$"):
         panel.score_batch(samples())

@@ -507,7 +507,7 @@ def test_search_retriever_checks_corpus_settings_and_answers():
             return self.answer
 
     asked = [RagSample(id="a", user_input="a"), RagSample(id="b", user_input="b")]
-    # the boundary of users' code (harness.retrievers.boundary): one line, the run stops
+    # the boundary of users' code (harness.core.boundary): one line, the run stops
     with pytest.raises(ComponentFailed, match=r"search\(\) returned 1 lists for 2 queries"):
         Wrong([[]]).retrieve_batch(asked)
     with pytest.raises(ComponentFailed, match=r"\('d1', 'text'\) at query 1, hit 0; expected"):

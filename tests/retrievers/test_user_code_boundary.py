@@ -1,4 +1,4 @@
-"""The boundary around users' code (``harness.retrievers.boundary``): a retriever or metric
+"""The boundary around users' code (``harness.core.boundary``): a retriever or metric
 of theirs that raises, or answers the wrong thing, ends the run in one ``error:`` line
 naming it and its error, exit 2, the rows scored so far kept and the MLflow run FAILED."""
 

@@ -1,4 +1,5 @@
-"""The one boundary around code a run calls but the harness did not write: a user's
+"""The one boundary around code a run calls but the harness did not write, applied by every
+room that calls it (``run``, ``tasks``, ``config``, ``shards``, ``retrievers.search``): a user's
 retriever (``search``, ``index``, ``prepare``, ``retrieve_batch``, ``describe``), the
 library retriever a user's factory built, a metric's ``score_batch``.
 
