@@ -8,10 +8,10 @@ else: heavy libraries (mlflow, openai, rapidfuzz, hydra) load when they are used
 import harness.core  # noqa: F401, I001
 from typing import Any
 
-from harness.core import moved
+from harness.core import old_paths
 
 __version__ = "0.2.0.dev0"
-moved.install()  # the modules that moved in 0.2.0 answer to their old paths until 0.3.0
+old_paths.install()  # the modules that moved in 0.2.0 answer to their old paths until 0.3.0
 __all__ = ["EvaluationResult", "__version__", "aevaluate", "evaluate"]
 
 

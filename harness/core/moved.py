@@ -2,9 +2,10 @@
 paths keep working until 0.3.0, for code, ``_target_`` paths in YAML, ``trusted_targets`` and
 ``python -m``.
 
-``import harness`` installs a finder that answers an old name with the module at its new
-place (the same module object, so classes compare equal), after a ``DeprecationWarning``;
-``python -m harness.cache`` runs ``harness.cli.cache``. No file is left at the old place.
+``import harness`` installs a finder (``harness.core.old_paths``) that answers an old name
+with the module at its new place (the same module object, so classes compare equal), after a
+``DeprecationWarning``; ``python -m harness.cache`` runs ``harness.cli.cache``. No file is
+left at the old place.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import sys
 import warnings
-from collections.abc import Sequence
 from types import CodeType, ModuleType
 
 #: The release that drops the old paths.
@@ -121,17 +120,11 @@ class _Alias(importlib.abc.Loader):
         return loader.get_code(self.new)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        new = MOVED.get(fullname)
-        if new is None:
-            return None
-        return importlib.util.spec_from_loader(fullname, _Alias(new))
-
-
-def install() -> None:
-    """Answer the old names (once per process)."""
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.append(_Finder())
+def spec(fullname: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec that loads old path ``fullname`` as the module at its new place; ``None``
+    when it did not move (asked by ``harness.core.old_paths``, the finder ``import harness``
+    installs)."""
+    new = MOVED.get(fullname)
+    if new is None:
+        return None
+    return importlib.util.spec_from_loader(fullname, _Alias(new))

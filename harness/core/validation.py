@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from harness.core.errors import ConfigError, closest
-from harness.core.trust import check_target
 
 
 @dataclass(frozen=True)
@@ -207,6 +206,8 @@ def check_arguments(
             keys (``metric.judge``, from ``${judge}``) is named by the group (``judge``),
             any other by its path (``retriever.rerank``).
     """
+    from harness.core.trust import check_target  # policy, loaded by a config's check only
+
     signature = inspect.signature(target)
     hints = typing.get_type_hints(
         target.__init__ if inspect.isclass(target) else target, include_extras=True
