@@ -132,16 +132,13 @@ def _ray_cluster(args: list[str]) -> list[str]:
 
 
 def _prewarm_tracker(args: list[str]) -> list[str]:
-    """Start MLflow's slow imports (2-3 s) now, in parallel with Hydra, unless no run will be
-    logged by the helper (``tracking=none``, ``tracking.background=false``, ``--help``,
+    """Start the chosen tracker's slow imports (MLflow's: 2-3 s) now, in parallel with Hydra,
+    through its class (``cli.prewarm``); not when no run will be logged (``--help``,
     ``--cfg``, a sweep: its jobs log in process)."""
-    given = {a.partition("=")[0].lstrip("+"): a.partition("=")[2] for a in args}
-    in_process = given.get("tracking.background", "").lower() == "false"
-    if (given.get("tracking", "mlflow") == "mlflow" and not in_process
-            and not _NO_RUN.intersection(args)):
-        from harness.tracking.mlflow.tracker import prewarm
+    if not _NO_RUN.intersection(args):
+        from harness.cli.prewarm import start
 
-        prewarm()
+        start(args)
     return args
 
 
@@ -184,7 +181,7 @@ def main() -> None:
     from harness.cli.stderr import flat_line, hold_stderr, usage_line
     from harness.config.hints import ComposeError, suggest
     from harness.core.errors import ConfigError
-    from harness.tracking.mlflow.tracker import discard_prewarmed
+    from harness.cli.prewarm import discard
 
     args = sys.argv[1:]
     try:
@@ -229,7 +226,7 @@ def main() -> None:
     finally:
         _restore_full_error(full_error)
         held.release()
-        discard_prewarmed()
+        discard()
         _release_claimed()
 
 

@@ -212,10 +212,9 @@ class Tracker(Protocol):
     keeps_artifacts: bool
     sweep: SweepTracker | None
 
-    @staticmethod
-    def prewarm() -> None:
-        """Start slow imports before the config is composed (called on the class)."""
-        ...
+    # Optional: ``prewarm(settings) -> discard | None``, a staticmethod the command calls on
+    # the class before Hydra composes (``settings``: the ``tracking.KEY=VALUE`` overrides),
+    # to start slow imports; ``discard()`` ends them when no run claimed the work.
 
     def begin(
         self,

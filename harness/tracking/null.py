@@ -16,10 +16,6 @@ class NullTracker:
     keeps_artifacts = False
     sweep: SweepTracker | None = None  # no sweep part: no parent run
 
-    @staticmethod
-    def prewarm() -> None:
-        """Nothing to import."""
-
     def begin(
         self,
         run_name: str,

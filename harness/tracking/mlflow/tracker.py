@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -79,9 +80,14 @@ class MlflowTracker:
     keeps_artifacts = True
 
     @staticmethod
-    def prewarm() -> None:
-        """Start the background logger's MLflow imports now (see ``prewarm``)."""
+    def prewarm(settings: dict[str, str]) -> Callable[[], None] | None:
+        """Start the background logger's MLflow imports now (see ``prewarm``), unless the
+        run logs in this process (``tracking.background=false``); returns how to end it
+        unclaimed."""
+        if settings.get("background", "").lower() == "false":
+            return None
         prewarm()
+        return discard_prewarmed
 
     def describe(self) -> dict[str, Any]:
         """Non-secret settings."""
