@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI: the package as a user gets it. Build the wheel from this checkout, install it into a
 # fresh venv in a folder outside the clone, and from an empty folder there run the main job,
-# several variants in one run, a -m sweep, compare, the report command, the Python API and
+# several variants in one run, a -m sweep, compare, the report command (as `harness compare`,
+# `harness report`, `harness cache`, and the old forms kept until 0.3.0), the Python API and
 # each command's --help.
 # Usage: .ci/wheel_smoke.sh [PYTHON]   (PYTHON builds the wheel; default .venv/bin/python)
 set -euo pipefail
@@ -27,11 +28,20 @@ test -s run1/summary.json && test -s run1/samples.jsonl && test -s run1/report.h
 "$PY" -m harness 'metric=[id_ranked,non_llm]' run.progress=false tracking=none hydra.run.dir=run3
 "$PY" -c 'import json; v = json.load(open("run3/summary.json"))["variants"]; assert list(v) == ["id_ranked", "non_llm"], v'
 "$PY" -m harness -m metric=id_based,id_ranked run.progress=false hydra.sweep.dir=sweep
+"$tmp/venv/bin/harness" compare experiment=harness log=false
+"$tmp/venv/bin/harness" report run1
+"$tmp/venv/bin/harness" cache info
+"$PY" -m harness report sweep
+# the old forms, until 0.3.0
 "$PY" -m harness.compare experiment=harness log=false
 "$PY" -m harness.report run1
 "$tmp/venv/bin/harness-cache" --help >/dev/null
 "$tmp/venv/bin/harness-compare" --help >/dev/null
-"$tmp/venv/bin/harness" --help >/dev/null
+"$tmp/venv/bin/harness" --help >help.txt && grep -q "harness compare" help.txt
+for cmd in compare report cache; do "$tmp/venv/bin/harness" "$cmd" --help >/dev/null; done
+# a typo of a command is one line and exit 2
+set +e; "$tmp/venv/bin/harness" compar x 2>err; code=$?; set -e
+test "$code" = 2 && grep -q "did you mean 'harness compare'" err
 "$PY" - <<'PY'
 import harness
 

@@ -1,3 +1,3 @@
-from harness.cli.main import main
+from harness.cli.commands import main
 
 main()

@@ -1,11 +1,11 @@
-"""Inspect and prune the verdict cache: ``python -m harness.cli.cache``.
+"""Inspect and prune the verdict cache: ``harness cache``.
 
-    python -m harness.cli.cache info                      # size, entries by model and prompt
-    python -m harness.cli.cache prune --older-than 30d    # delete entries older than 30 days
-    python -m harness.cli.cache prune --prompt 3f2a9c     # delete one prompt version's entries
-    python -m harness.cli.cache prune --model gpt-4o-mini
-    python -m harness.cli.cache info --cache-path FILE    # or judge.cache_path=FILE, as for a run
-    python -m harness.cli.cache info --url postgresql://USER@HOST/DB   # or judge.cache_url=URL
+    harness cache info                      # size, entries by model and prompt
+    harness cache prune --older-than 30d    # delete entries older than 30 days
+    harness cache prune --prompt 3f2a9c     # delete one prompt version's entries
+    harness cache prune --model gpt-4o-mini
+    harness cache info --cache-path FILE    # or judge.cache_path=FILE, as for a run
+    harness cache info --url postgresql://USER@HOST/DB   # or judge.cache_url=URL
 
 ``prune`` deletes only what its conditions match, all of them at once; without a condition
 it deletes nothing. A missing, corrupt or unusable cache file (or an unreachable or
@@ -208,12 +208,12 @@ def _open(args: argparse.Namespace, given: list[str]) -> VerdictCache | PgCacheA
     return VerdictCache(path, create=False, write=args.command == "prune")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "harness-cache") -> int:
     """Run the cache command; return the exit code (a signal: 128 + its number)."""
     from harness.cli.signals import stops
 
     with stops("harness.cache", "a prune is one DELETE, done whole or not at all"):
-        return _main(argv)
+        return _main(argv, prog)
     return 130  # not reached: stops exits; for the type checker
 
 
@@ -223,12 +223,13 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         if "required: command" in message:
             message = "give a command: info or prune"
-        print(f"error: {self.prog}: {message}; see harness-cache --help", file=sys.stderr)
+        see = self.prog.removesuffix(" info").removesuffix(" prune")
+        print(f"error: {self.prog}: {message}; see {see} --help", file=sys.stderr)
         sys.exit(2)
 
 
-def _main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="harness-cache", description=__doc__.splitlines()[0])
+def _main(argv: list[str] | None, prog: str) -> int:
+    parser = _Parser(prog=prog, description=__doc__.splitlines()[0])
     path_help = (
         f"the cache file, as judge.cache_path names it for a run (default: {default_path()}); "
         "judge.cache_path=FILE and --path FILE work too"

@@ -1,4 +1,5 @@
-"""The ``python -m harness.compare`` / ``harness-compare`` command line."""
+"""The ``harness compare`` command line (also ``python -m harness.compare`` and
+``harness-compare`` until 0.3.0)."""
 
 from __future__ import annotations
 
@@ -107,12 +108,12 @@ def _run(argv: list[str]) -> dict[str, Any]:
     sys.exit(2)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, prog: str = "python -m harness.compare") -> None:
     """Console entry point: print the table and the test; exit 2 on a usage or store error,
     4 when ``fail_if_worse`` finds the candidate worse."""
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
-        print(USAGE, end="")
+        print(USAGE.replace("python -m harness.compare", prog), end="")
         return
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     with stops("harness.compare", "nothing more was logged to MLflow"):

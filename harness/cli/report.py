@@ -1,4 +1,4 @@
-"""The command line of ``python -m harness.report``."""
+"""The command line of ``harness report`` (also ``python -m harness.report`` until 0.3.0)."""
 
 from __future__ import annotations
 
@@ -20,17 +20,17 @@ sqlite:///mlflow.db; written to out=, default ./report_RUN_ID.html)."""
 RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m harness.report") -> int:
     """Run the command; the exit code (0 written, 2 bad input)."""
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in ("-h", "--help"):
-        print(USAGE)
+        print(USAGE.replace("python -m harness.report", prog))
         return 0
     if not args or not Path(args[0]).exists() and (
             args[0].startswith("-") or "=" in args[0].partition("/")[0]):
         given = f"got {args[0]!r}; " if args else ""
         print(f"error: {given}give a run folder, a sweep folder or an MLflow run id first: "
-              "python -m harness.report RUN_DIR|SWEEP_DIR|RUN_ID [tracking_uri=URI] [out=FILE] "
+              f"{prog} RUN_DIR|SWEEP_DIR|RUN_ID [tracking_uri=URI] [out=FILE] "
               "(--help says more)", file=sys.stderr)
         return 2
     options = dict(a.partition("=")[::2] for a in args[1:])

@@ -1,6 +1,6 @@
-"""``python -m harness.compare``."""
+"""``python -m harness.compare``: ``harness compare``, until 0.3.0."""
 
-from harness.cli.compare import main
+from harness.cli.commands import shim
 
 if __name__ == "__main__":
-    main()
+    shim("compare", "python -m harness.compare")

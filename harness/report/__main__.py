@@ -1,11 +1,6 @@
-"""``python -m harness.report RUN_DIR|SWEEP_DIR|RUN_ID [tracking_uri=URI] [out=FILE]``:
-write (again) the ``report.html`` of a run or a sweep."""
+"""``python -m harness.report``: ``harness report``, until 0.3.0."""
 
-from __future__ import annotations
-
-import sys
-
-from harness.cli.report import main
+from harness.cli.commands import shim
 
 if __name__ == "__main__":
-    sys.exit(main())
+    shim("report", "python -m harness.report")
