@@ -23,7 +23,7 @@ COMMANDS = [
     "python -m harness metric=non_llm metric.measure=jaro_winkler metric.threshold=0.7",
     "python -m harness metric=id_based tracking=none run.limit=100",
     "python -m harness -m metric=id_based,id_ranked,non_llm",
-    "python -m harness.cli.cache info",
+    "python -m harness cache info",
 ]
 #: Commands that read ../shared/data (SciFact): their own lane.
 SHARED_COMMANDS = [
