@@ -129,6 +129,7 @@ RANKS = {
     "core": 0, "conf": 0,
     "datasets": 1, "prompts": 1, "tracking": 1, "judges": 1, "retrievers": 1,
     "metrics": 2,
+    "confidence": 2.5,
     "run": 3,
     "report": 4,
     "compare": 5,
