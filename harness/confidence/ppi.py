@@ -100,7 +100,8 @@ def confidence_block(
     labels_ci = classical_ci(y, level)
     if len(rest) < 2:  # everything (or all but one) labelled: nothing for the judge to add
         mean, ci = sum(y) / len(y), labels_ci
-        note = note or "every scored sample is labelled: the interval is the labels' own"
+        unlabelled = "every scored sample is" if not rest else "all scored samples but one are"
+        note = note or f"{unlabelled} labelled: the interval is the labels' own"
     else:
         mean, ci = ppi_mean_ci(y, yhat, rest, level)
     judge_all = list(scored.values())
