@@ -220,3 +220,50 @@ def test_no_isinstance_on_another_rooms_component():
             if name in classes and classes[name] != room:
                 found.append(f"{path.relative_to(ROOT)}: {name}")
     assert found == []
+
+
+def _imported_by(room: str) -> dict[str, set[str]]:
+    """Each module of ``room`` and the harness modules it imports."""
+    modules = _modules()
+    return {name: _imports(name, path, set(modules)) for name, path in modules.items()
+            if _room(name) == room}
+
+
+def test_the_user_code_boundary_is_in_core():
+    """A policy every room applies lives in ``core/``: no room imports a retriever module
+    for it (its old path answers through the move map until 0.3.0, no file)."""
+    assert (PACKAGE / "core" / "boundary.py").is_file()
+    assert not (PACKAGE / "retrievers" / "boundary.py").exists()
+    for room in ("run", "tasks", "config", "shards", "metrics"):
+        reach = {f"{n} -> {t}" for n, ts in _imported_by(room).items() for t in ts
+                 if _room(t) == "retrievers" and t.endswith(".boundary")}
+        assert reach == set(), reach
+
+
+def test_shards_ask_datasets_for_a_capability_not_their_classes():
+    """``shards/`` splits a dataset through ``Splittable`` (``harness.core.protocols``): it
+    imports nothing of ``datasets/`` and names none of its classes in an ``isinstance``."""
+    reach = {f"{n} -> {t}" for n, ts in _imported_by("shards").items() for t in ts
+             if _room(t) == "datasets"}
+    assert reach == set()
+    probes = []
+    for path in sorted((PACKAGE / "shards").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "isinstance" and len(node.args) == 2):
+                kinds = ast.unparse(node.args[1])
+                if "Dataset" in kinds or "Span" in kinds or "jsonl" in kinds.lower():
+                    probes.append(f"{path.name}: isinstance(..., {kinds})")
+    assert probes == []
+
+
+def test_the_console_and_compare_get_the_trackers_words_through_its_seam():
+    """``report/`` prints the lines a tracker hands it (``TrackedRun.lines``,
+    ``SweepTracker.console_lines``) and ranks with ``harness.core.objectives``: it imports
+    nothing of ``tracking/``; ``compare/`` only reads MLflow runs (its store client)."""
+    reach = {f"{n} -> {t}" for n, ts in _imported_by("report").items() for t in ts
+             if _room(t) == "tracking"}
+    assert reach == set()
+    reach = {f"{n} -> {t}" for n, ts in _imported_by("compare").items() for t in ts
+             if _room(t) == "tracking"}
+    assert reach == {"harness.compare.store -> harness.tracking.mlflow.store"}

@@ -108,16 +108,13 @@ class SweepTracking(Callback):
         if not config.get("run", {}).get("quiet", False):
             from harness.report.console import read_jobs, render
 
-            print(render(read_jobs(sweep_dir, objective), objective, sweep_dir, swept))
+            lines = sweep.console_lines() if sweep is not None else []
+            print(render(read_jobs(sweep_dir, objective), objective, sweep_dir, swept, lines))
 
 
 def _abort(sweep: SweepTracker, status: str, objective: str) -> None:
-    """End the parent run with ``status`` (a tracker without ``abort_sweep``: closed)."""
-    abort = getattr(sweep, "abort_sweep", None)
-    if callable(abort):
-        abort(status)
-    else:
-        sweep.end_sweep(objective, 1)
+    """End the parent run with ``status`` (a declared member of ``SweepTracker``)."""
+    sweep.abort_sweep(status)
 
 
 def _jobs_started(sweep_dir: Any) -> bool:

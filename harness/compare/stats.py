@@ -104,7 +104,7 @@ def rank_rows(
 ) -> list[dict[str, Any]]:
     """One row per MLflow run, ranked by ``metric`` (descending; runs without it last);
     ``logged``: a run's metrics (default: what it logged)."""
-    from harness.tracking.sweep import rank_key
+    from harness.core.objectives import rank_key
 
     rows = []
     # a variant's own counts beside its mean (non_llm/mean: non_llm/n_scored)

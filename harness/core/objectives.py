@@ -9,8 +9,9 @@ other (a multi-objective study, and a Pareto front on the sweep's parent run).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from harness.core.errors import ConfigError
 
@@ -18,6 +19,10 @@ from harness.core.errors import ConfigError
 RESOLVER = "harness_directions"
 
 Spec = str | Sequence[str]
+T = TypeVar("T")
+#: What ranks a job: its objective value, its number of unscored samples, its job number
+#: (``None`` or NaN where unknown).
+RankFields = tuple[float | None, float | None, int | None]
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,36 @@ def sort_key(point: Sequence[float | None],
 
 def _floats(point: Sequence[float | None]) -> list[float]:
     return [math.nan if x is None else float(x) for x in point]
+
+
+def rank_key(value: float | None, n_unscored: float | None, job_num: int | None,
+             maximize: bool = True, then: tuple[float, ...] = ()) -> tuple[float, ...]:
+    """Sort key, best first: the best objective (the highest, or with ``maximize=False``
+    the lowest; a missing or NaN one last), then the further objectives' ``then`` (see
+    ``harness.core.objectives.sort_key``: with several, a tie on the first goes to the Pareto
+    front), then fewer unscored samples, then the earlier job number. The one tie rule of
+    the sweep's best child, its console summary and ``harness.compare``."""
+    return (
+        float(not known(value)),
+        (-value if maximize else value) if value is not None and known(value) else 0.0,
+        *then,
+        n_unscored if n_unscored is not None and known(n_unscored) else math.inf,
+        float(job_num) if job_num is not None else math.inf,
+    )
+
+
+def ranked(items: Iterable[T], fields: Callable[[T], RankFields], maximize: bool = True,
+           then: Callable[[T], tuple[float, ...]] | None = None) -> list[T]:
+    """``items`` best first by ``rank_key`` of ``fields(item)`` (and ``then(item)``)."""
+    return sorted(items, key=lambda item: rank_key(*fields(item), maximize,
+                                                   then(item) if then else ()))
+
+
+def best_job(items: Iterable[T], fields: Callable[[T], RankFields], maximize: bool = True,
+             then: Callable[[T], tuple[float, ...]] | None = None) -> T | None:
+    """The best of ``items`` by ``rank_key`` (``None`` when none has an objective value)."""
+    order = ranked(items, fields, maximize, then)
+    return order[0] if order and known(fields(order[0])[0]) else None
 
 
 def _directions_resolver(value: object) -> str | list[str]:

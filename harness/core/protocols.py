@@ -3,7 +3,8 @@
 A run is ``Task(Dataset -> Retriever -> Metric) -> Tracker``: the runner builds each part
 from its config group (``_target_`` is the only registry) and talks to it only through
 these protocols. Capabilities are declared attributes (``Retriever.needs_corpus``,
-``Metric.prevalidate``), never probed with ``getattr``.
+``Metric.prevalidate``) or protocols (``harness.core.capabilities``: ``Splittable``,
+``SweepTracker``), never probed with ``getattr``.
 
 ``Retriever`` and ``Metric`` are **public API, version** ``API_VERSION``: implement them in
 your own package (``harness.retrievers.search.SearchRetriever`` and
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from harness.core.capabilities import Part, Span, Splittable, SweepTracker
 from harness.core.settings import Job, JobValue, RunSettings
 from harness.core.summary import Summary
 from harness.core.types import (
@@ -182,25 +184,6 @@ class Judge(Protocol):
         ...
 
 
-class SweepTracker(Protocol):
-    """A tracker's optional sweep part: a sweep's parent run (``Tracker.sweep``)."""
-
-    def begin_sweep(
-        self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
-    ) -> None:
-        """Open a sweep's parent run, before its jobs start (``-m``); ``params``: the swept
-        keys and their values as given."""
-        ...
-
-    def end_sweep(self, objective: str, failed_jobs: int = 0) -> None:
-        """Close the sweep's parent run, noting its best child by ``objective`` and how many
-        jobs failed (the parent is then FAILED)."""
-        ...
-
-    # Optional: ``abort_sweep(status)`` ends the parent run with ``status`` (``KILLED``: the
-    # sweep was interrupted; ``FAILED``: no job could run); without it, ``end_sweep``.
-
-
 class Tracker(Protocol):
     """Records runs (``tracking`` group). ``begin`` may start work in the background.
 
@@ -283,7 +266,10 @@ __all__ = [
     "Kind",
     "Metric",
     "OnDone",
+    "Part",
     "Retriever",
+    "Span",
+    "Splittable",
     "SweepTracker",
     "Task",
     "Tracker",

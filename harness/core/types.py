@@ -268,8 +268,10 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class TrackedRun:
-    """Where a run was recorded."""
+    """Where a run was recorded; ``lines``: the console's rows that lead to it (label,
+    text), in the tracker's own words, printed under the run's summary."""
 
     run_id: str
     experiment_id: str
     tracking_uri: str
+    lines: tuple[tuple[str, str], ...] = ()

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core.objectives import Objective, pareto_front, parse, sort_key
+from harness.core.objectives import Objective, pareto_front, parse, rank_key, sort_key
 from harness.core.redact import redact
 from harness.core.secrets import reveal
 from harness.core.settings import Job
 from harness.core.summary import RunSummary
 from harness.core.types import TrackedRun
 from harness.run.timing import latency_line
-from harness.tracking.mlflow.ui import ui_lines
-from harness.tracking.sweep import parent_run_id, rank_key
 
 
 @dataclass
@@ -101,9 +100,10 @@ def _fmt(value: float | None) -> str:
 
 
 def render(jobs: list[JobResult], objective: str, sweep_dir: Path,
-           swept: list[str] | None = None) -> str:
+           swept: list[str] | None = None, tracker_lines: Sequence[str] = ()) -> str:
     """The ranked table and the best job, as printed at the end of ``python -m harness -m``;
-    with several objectives, a column each and the Pareto front marked ``*``."""
+    with several objectives, a column each and the Pareto front marked ``*``; then
+    ``tracker_lines``, the sweep tracker's own (``SweepTracker.console_lines``)."""
     objectives = parse(objective)
     first = objectives[0]
     multi = len(objectives) > 1
@@ -140,9 +140,7 @@ def render(jobs: list[JobResult], objective: str, sweep_dir: Path,
         front = [j for j in jobs if j.pareto]
         lines.append(f"pareto front  {len(front)} job(s): " + (", ".join(
             f"job {j.num}" for j in front) or "none: no job has a value of each objective"))
-    parent = parent_run_id(str(sweep_dir))
-    if parent:
-        lines.append(f"mlflow parent {parent}")
+    lines += tracker_lines
     return "\n".join(lines)
 
 
@@ -230,9 +228,7 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
         rows.append(("latency", latency))
     rows.append(("outputs", summary.output_dir))
     if tracked is not None:
-        rows.append(("mlflow run", f"{tracked.run_id} (experiment {tracked.experiment_id})"))
-        rows.append(("mlflow store", summary.tracking["tracking_uri"]))
-        rows += ui_lines(tracked.tracking_uri, tracked.experiment_id, tracked.run_id)
+        rows += tracked.lines  # the tracker's rows that lead to the run
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 

@@ -38,7 +38,7 @@ class SweepJob:
         return objective_value(self.summary, objective)
 
     def rank_fields(self, objective: str) -> tuple[float | None, float | None, int | None]:
-        """What ranks it (``harness.tracking.sweep.rank_key``)."""
+        """What ranks it (``harness.core.objectives.rank_key``)."""
         num = int(self.name) if self.name.isdigit() else None
         return self.value(objective), float(self.summary.n_unscored), num
 
@@ -96,8 +96,8 @@ def varied(jobs: list[SweepJob]) -> list[str]:
 
 def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
     """Write ``sweep_dir/report.html`` (or ``out``) from the sweep's job folders."""
+    from harness.core.objectives import ranked
     from harness.run.outputs import failed_jobs
-    from harness.tracking.sweep import ranked
 
     jobs = load_jobs(sweep_dir)
     if not jobs:

@@ -26,17 +26,16 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TextIO
 
 from harness.core.errors import ConfigError
-from harness.core.protocols import Parts, Task
+from harness.core.protocols import Parts, Splittable, Task
 from harness.core.settings import Job
 from harness.core.types import RagSample
-from harness.datasets.files import jsonl_file
 from harness.metrics.panel import Panel
 from harness.metrics.retrieval import dropped_names
 from harness.run.loop import Scores, Tally
 from harness.run.outputs import OutputError
 from harness.run.outputs.folder import hint, reason
 from harness.run.plan import variant_names
-from harness.shards.merge import mapped_columns, merge, unique_ids
+from harness.shards.merge import merge
 from harness.shards.plan import plan
 from harness.shards.worker import ShardResult, ShardWorker
 from harness.tasks.evaluate import Evaluate
@@ -140,12 +139,8 @@ def score_shards(
         try:
             results = pool.results(progress)
             tallies = [r.tally for r in results]
-            whole = jsonl_file(parts.dataset)
-            if whole is not None:  # split by bytes: no worker saw every record
-                unique_ids(whole.path, whole.fields, [r.id_hashes for r in results],
-                           [r.id_lines for r in results])
-                mapped_columns(whole.source, whole.fields,
-                               [r.columns for r in results if r.columns is not None])
+            if isinstance(parts.dataset, Splittable):  # no worker saw every record
+                parts.dataset.check_split([r.seen for r in results])
             sums: dict[str, float] = {}
             for i in range(len(workers)):  # each shard adds on to the sums before it
                 sums = pool.call([i], "fold", sums)[0]

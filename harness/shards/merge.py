@@ -12,14 +12,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 
-from harness.datasets.fields import MappedColumns
-from harness.datasets.reading import decode_line, load_json, read_lines
-from harness.datasets.records import RecordParser
 from harness.run.loop import Scores, Tally
 from harness.run.sampling import Evenly
 
@@ -90,51 +86,4 @@ def evenly(parts: Sequence[Evenly[T]], sizes: Sequence[int] | None = None) -> Ev
     while out.n and len(out.items) >= 2 * out.n:
         out.items = out.items[::2]
         out.stride *= 2
-    return out
-
-
-def mapped_columns(path: str, fields: Mapping[str, str], shards: Sequence[MappedColumns]) -> None:
-    """Raise the ``DatasetError`` one reader of the whole file would have: a column
-    mapped by ``dataset.fields`` that no record of any shard has."""
-    whole = MappedColumns(path, fields, "dataset.fields.{}")
-    for columns in shards:
-        whole.absorb(columns)
-    whole.finish()
-
-
-def unique_ids(
-    path: Path, fields: Mapping[str, str], hashes: Sequence[array[int]], lines: Sequence[array[int]]
-) -> None:
-    """Raise the ``DatasetError`` one reader of the whole file would have for the first id
-    used again in a later shard (within a shard, its worker has already raised it).
-
-    Ids are compared by 64-bit hash; the lines of a match are read again and parsed in
-    order, so the error is the parser's own (and a mere hash collision passes).
-    """
-    every = np.concatenate([np.frombuffer(h, np.uint64) for h in hashes] or
-                           [np.empty(0, np.uint64)])
-    ordered = np.sort(every, kind="stable")
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if not len(repeated):
-        return
-    at = np.concatenate([np.frombuffer(n, np.uint64) for n in lines])
-    first: dict[int, int] = {}
-    for position in np.flatnonzero(np.isin(every, repeated)):
-        key, line = int(every[position]), int(at[position])
-        if key not in first:
-            first[key] = line
-            continue
-        parser = RecordParser(str(path), fields, cells_are_text=False)
-        for number, text in read_numbered(path, (first[key], line)):
-            parser.parse(load_json(text, path, number), number - 1, number)  # raises
-
-
-def read_numbered(path: Path, numbers: Sequence[int]) -> list[tuple[int, str]]:
-    """Lines ``numbers`` (1-based, ascending) of ``path``, decoded."""
-    wanted, out = set(numbers), []
-    for number, raw in read_lines(path):
-        if number in wanted:
-            out.append((number, decode_line(raw, path, number)))
-            if len(out) == len(wanted):
-                break
     return out

@@ -21,12 +21,11 @@ from harness.core.protocols import Metric, OnDone, Parts
 from harness.core.redact import redact, register_tree
 from harness.core.text import one_line
 from harness.core.types import RagSample, SampleResult
-from harness.datasets.fields import MappedColumns
 from harness.metrics.retrieval import at_cutoffs
 from harness.run.loop import Tally
 from harness.run.outputs.folder import hint, reason
 from harness.shards.merge import fold
-from harness.shards.plan import JsonlSpan, Span, shard
+from harness.shards.plan import Span, shard
 
 if TYPE_CHECKING:
     from harness.core.protocols import Task
@@ -49,9 +48,9 @@ class ShardResult:
     latencies: array[float] = field(default_factory=lambda: array("d"))
     prepare_s: float | None = None
     searched: float = 0.0
-    columns: MappedColumns | None = None
-    id_hashes: array[int] = field(default_factory=lambda: array("Q"))
-    id_lines: array[int] = field(default_factory=lambda: array("Q"))
+    #: What the shard's part of a ``Splittable`` dataset saw, for the whole data's checks
+    #: (``Part.split_seen``); ``None`` for a shard by index.
+    seen: Any = None
 
 
 #: A worker's answer: ``("result", value)``, ``("error", (module, class, message, attrs))``
@@ -120,9 +119,7 @@ class ShardWorker:
         self.values = metric.values
         result = ShardResult(tally, timed.describe(), timed.latencies, timed.prepare_s,
                              timed.searched)
-        if isinstance(dataset, JsonlSpan):  # what the parent checks across shards
-            result.columns, result.id_hashes = dataset.columns, dataset.id_hashes
-            result.id_lines = dataset.id_lines
+        result.seen = dataset.split_seen()  # what the parent checks across shards
         return result
 
     def _metric(self, cfg: Any) -> Metric:

@@ -7,53 +7,17 @@ workers do not inherit it).
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.core.errors import TrackingError
-from harness.core.objectives import Spec, known, pareto_front, parse, sort_key
+from harness.core.objectives import RankFields, Spec, best_job, pareto_front, parse, sort_key
 from harness.tracking.mlflow.store import client, ensure_experiment
-
-T = TypeVar("T")
-#: What ranks a job: its objective value, its number of unscored samples, its job number
-#: (``None`` or NaN where unknown).
-RankFields = tuple[float | None, float | None, int | None]
 
 PARENT_ENV = "HARNESS_MLFLOW_PARENT_RUN_ID"
 PARENT_FILE = "mlflow_parent_run_id"
-
-
-def rank_key(value: float | None, n_unscored: float | None, job_num: int | None,
-             maximize: bool = True, then: tuple[float, ...] = ()) -> tuple[float, ...]:
-    """Sort key, best first: the best objective (the highest, or with ``maximize=False``
-    the lowest; a missing or NaN one last), then the further objectives' ``then`` (see
-    ``harness.core.objectives.sort_key``: with several, a tie on the first goes to the Pareto
-    front), then fewer unscored samples, then the earlier job number. The one tie rule of
-    the sweep's best child, its console summary and ``harness.compare``."""
-    return (
-        float(not known(value)),
-        (-value if maximize else value) if value is not None and known(value) else 0.0,
-        *then,
-        n_unscored if n_unscored is not None and known(n_unscored) else math.inf,
-        float(job_num) if job_num is not None else math.inf,
-    )
-
-
-def ranked(items: Iterable[T], fields: Callable[[T], RankFields], maximize: bool = True,
-           then: Callable[[T], tuple[float, ...]] | None = None) -> list[T]:
-    """``items`` best first by ``rank_key`` of ``fields(item)`` (and ``then(item)``)."""
-    return sorted(items, key=lambda item: rank_key(*fields(item), maximize,
-                                                   then(item) if then else ()))
-
-
-def best_job(items: Iterable[T], fields: Callable[[T], RankFields], maximize: bool = True,
-             then: Callable[[T], tuple[float, ...]] | None = None) -> T | None:
-    """The best of ``items`` by ``rank_key`` (``None`` when none has an objective value)."""
-    order = ranked(items, fields, maximize, then)
-    return order[0] if order and known(fields(order[0])[0]) else None
 
 
 def run_fields(objective: str) -> Callable[[Any], RankFields]:

@@ -18,11 +18,10 @@ from conftest import CONF, CliResult, run_cli, run_cli_subprocess, start_cli
 from helpers import mlflow_runs
 from helpers.errors import fails
 
-from harness.core.errors import DatasetError
 from harness.datasets.files import CsvDataset, JsonlDataset
 from harness.run.loop import Tally
-from harness.shards.merge import fold, merge, unique_ids
-from harness.shards.plan import JsonlSpan, plan, shard
+from harness.shards.merge import fold, merge
+from harness.shards.plan import plan, shard
 from harness.shards.worker import ShardWorker
 
 #: Summary keys that say how long the run took, or where: the rest must be equal.
@@ -220,52 +219,6 @@ def test_reasons_are_capped_as_one_process_caps_them() -> None:
     assert "(other reasons)" in single.reasons
     assert list(merged.reasons.items()) == list(single.reasons.items())
     assert merged.n_samples == 600 and Counter(merged.reasons).total() == 600
-
-
-def test_an_id_used_again_in_a_later_shard_is_the_same_error(tmp_path: Path) -> None:
-    data = tmp_path / "d.jsonl"
-    lines = [json.dumps({"id": f"q{i}", "retrieved_context_ids": ["a"]}) for i in range(40)]
-    lines[33] = json.dumps({"id": "q4", "retrieved_context_ids": ["a"]})
-    data.write_text("\n".join(lines) + "\n", "utf-8")
-    whole = JsonlDataset(data)
-    with pytest.raises(DatasetError) as one:
-        list(whole.samples())
-    shards = [JsonlSpan(whole, s) for s in plan(whole, 3, None)]
-    for part in shards:
-        list(part.samples())  # no shard sees both
-    with pytest.raises(DatasetError) as merged:
-        unique_ids(data, whole.fields, [p.id_hashes for p in shards],
-                   [p.id_lines for p in shards])
-    assert str(merged.value) == str(one.value)
-    assert "duplicate id 'q4' (first used on line 5)" in str(one.value)
-    assert f"{data}:34:" in str(one.value)
-
-
-def test_a_mapped_column_need_be_in_one_shard_only(tmp_path: Path) -> None:
-    from harness.shards.merge import mapped_columns
-
-    data = tmp_path / "d.jsonl"
-    rows = [{"id": f"q{i}", "retrieved_context_ids": ["a"]} for i in range(30)]
-    rows[25]["refs"] = ["a"]  # the mapped column, in the last shard's records only
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
-    for column, fails_too in (("refs", False), ("nowhere", True)):
-        whole = JsonlDataset(data, {"reference_context_ids": column})
-        shards = [JsonlSpan(whole, s) for s in plan(whole, 3, None)]
-        for part in shards:
-            list(part.samples())
-        columns = [p.columns for p in shards if p.columns is not None]
-        assert len(columns) == 3 and column in columns[0].unseen  # the first shard lacks it
-        if not fails_too:
-            list(whole.samples())  # one process: fine
-            mapped_columns(whole.source, whole.fields, columns)  # and merged: fine
-            continue
-        with pytest.raises(DatasetError) as one:
-            list(whole.samples())
-        with pytest.raises(DatasetError) as merged:
-            mapped_columns(whole.source, whole.fields, columns)
-        assert str(merged.value) == str(one.value)
-        assert "column 'nowhere' (mapped by dataset.fields.reference_context_ids)" in str(
-            one.value)
 
 
 # -- the CLI: one run, the rows and numbers of one process ------------------------------

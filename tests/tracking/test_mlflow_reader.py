@@ -14,7 +14,7 @@ from conftest import run_cli, sample_rows
 from helpers import mlflow_runs
 from helpers.paths import SAMPLE
 
-from harness.tracking.sweep import best_job, rank_key
+from harness.core.objectives import best_job, rank_key
 
 
 def _set_precision(row: dict[str, Any], top_k: int | None = None) -> float:

@@ -159,12 +159,12 @@ class MlflowTracker:
                     with contextlib.suppress(Exception):  # not left RUNNING, if it can be
                         client(self.tracking_uri).set_terminated(run_id, "FAILED")
                 raise TrackingError(_kept(failure(self.tracking_uri, e), record)) from None
-            return TrackedRun(run_id, exp_id, self.tracking_uri)
+            return self._tracked(run_id, exp_id)
         proc, self._proc = self._proc, None
         out, err = proc.communicate(json.dumps(record.to_json()) + "\n")
         reply = _last_json(out)
         if proc.returncode == 0 and "run_id" in reply:
-            return TrackedRun(str(reply["run_id"]), str(reply["experiment_id"]), self.tracking_uri)
+            return self._tracked(str(reply["run_id"]), str(reply["experiment_id"]))
         if "error" in reply:  # text from another process: redacted here, with our secrets
             cause = one_line(redact(str(reply["error"])), None)
         else:  # the helper itself failed (it could not import MLflow, or was killed)
@@ -173,6 +173,15 @@ class MlflowTracker:
             cause = (f"MLflow logging failed ({redact_uri(self.tracking_uri)}): "
                      f"{one_line(redact(last))}")
         raise TrackingError(_kept(cause, record))
+
+    def _tracked(self, run_id: str, experiment_id: str) -> TrackedRun:
+        """Where the run was recorded, with the console's rows that lead to it."""
+        from harness.tracking.mlflow.ui import ui_lines
+
+        lines = (("mlflow run", f"{run_id} (experiment {experiment_id})"),
+                 ("mlflow store", str(self.describe()["tracking_uri"])),
+                 *ui_lines(self.tracking_uri, experiment_id, run_id))
+        return TrackedRun(run_id, experiment_id, self.tracking_uri, lines)
 
     def abort(self, status: str = "KILLED") -> None:
         """End the run opened by ``begin`` without results.
@@ -194,6 +203,7 @@ class MlflowSweep:
         self.tracking_uri, self.experiment = tracking_uri, experiment
         self._parent: str | None = None
         self._sweep_dir: str | None = None
+        self._opened: str | None = None  # the parent's id, kept after it is closed
 
     def begin_sweep(
         self, sweep_dir: str, tags: dict[str, str], params: dict[str, str] | None = None
@@ -208,7 +218,7 @@ class MlflowSweep:
 
         self._sweep_dir = sweep_dir
         try:
-            self._parent = open_parent(
+            self._parent = self._opened = open_parent(
                 self.tracking_uri, self.experiment, sweep_dir, tags, params or {}
             )
         except Exception as e:  # MLflow raises many types; report them as one
@@ -231,6 +241,10 @@ class MlflowSweep:
                 f"the jobs' results are written{where}"
             )
 
+
+    def console_lines(self) -> list[str]:
+        """``mlflow parent <id>`` once the parent run is opened."""
+        return [f"mlflow parent {self._opened}"] if self._opened else []
 
     def abort_sweep(self, status: str = "KILLED") -> None:
         """End the sweep's parent run with ``status`` (``KILLED``: the sweep was interrupted;
