@@ -27,18 +27,11 @@ import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
+from harness.core.metric_names import is_measured as is_measured  # compared with its band
 from harness.core.objectives import Objective, known, sort_key
-from harness.core.summary import TIMING_METRICS
 
 #: Relative run-to-run drift of a timing on a shared machine: the smallest band.
 DRIFT = 0.10
-#: Timing figures that are measured (``index_bytes`` is a size: exact).
-MEASURED = frozenset(TIMING_METRICS) - {"index_bytes"} | {"duration_s"}
-
-
-def is_measured(name: str) -> bool:
-    """Whether objective ``name`` is a measured time (compared with its noise band)."""
-    return name in MEASURED
 
 
 def _calls(metrics: Mapping[str, float], params: Mapping[str, str]) -> float | None:

@@ -8,12 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.core.errors import ConfigError, closest
-from harness.core.summary import VARIANT_METRICS
+from harness.core.metric_names import VARIANT_METRICS, is_retrieval
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
-#: Metrics whose value does not depend on the context-precision variant.
-_RETRIEVAL = ("recall_at_", "ndcg_at_", "precision_at_", "hit_rate_at_", "map_at_", "mrr",
-              "retrieval_depth")
 
 
 def variants_of(run: Any) -> list[str]:
@@ -51,7 +48,7 @@ def metric_kind(run: Any, metric: str) -> str:
     """What ``metric`` measures in ``run``: the variant for context precision's numbers
     (the headline, the first listed, for ``mean``; the named one for ``<variant>/mean``),
     ``retrieval`` for retrieval metrics (the same for every variant)."""
-    if metric.startswith(_RETRIEVAL):
+    if is_retrieval(metric):
         return "retrieval"
     named = variant_metric(run, metric)
     return named[0] if named else variants_of(run)[0]

@@ -24,11 +24,8 @@ from harness.core.trust import (
     trusting,
     whitelist,
 )
-from harness.core.validation import check_arguments
+from harness.core.validation import check_arguments, prechecked
 from harness.retrievers.custom import conforming
-
-#: Metrics every run logs, whatever its metric (``run.objective`` may name one).
-RUN_METRICS = ("mean", "n_samples", "n_scored", "n_unscored", "duration_s", "success_rate", "mrr")
 
 
 def settings(cfg: DictConfig) -> RunSettings:
@@ -40,7 +37,8 @@ def settings(cfg: DictConfig) -> RunSettings:
     if "_target_" in values:
         raise ConfigError("run._target_: not a setting; run takes settings, not a component")
     check_arguments("run", RunSettings, values)
-    return RunSettings(**values)
+    with prechecked():  # checked once, above
+        return RunSettings(**values)
 
 
 def check_missing(cfg: DictConfig, group: str) -> None:
@@ -84,7 +82,7 @@ def instantiate(cfg: DictConfig, group: str) -> Any:
         guard = contextlib.nullcontext() if is_component(target) else user_code(
             f"{group}._target_", f"building {target}")
         try:
-            with execution_whitelist(whitelist()), guard:
+            with execution_whitelist(whitelist()), guard, prechecked():  # checked once, above
                 return hydra_instantiate(cfg[group], _convert_="all")
         except HarnessError as e:
             raise _named(e, group) from None
@@ -175,16 +173,14 @@ def check_objective(run: RunSettings, variants: Sequence[str] = ()) -> None:
     missing, e.g. a mean when nothing was scored: the job then returns NaN, a failed
     trial): the run's metrics, each listed variant's (``<variant>/mean``), the retrieval
     metrics at ``run.retrieval_ks``, the timing metrics, ``judge/<counter>`` or
-    ``retriever/<name>``."""
+    ``retriever/<name>`` (the catalogue ``harness.core.metric_names``, as the gates)."""
+    from harness.core.metric_names import is_logged, logged_names
     from harness.core.objectives import parse
-    from harness.core.summary import TIMING_METRICS, VARIANT_METRICS
-    from harness.metrics.retrieval import logged_names
 
-    names = set(RUN_METRICS) | set(TIMING_METRICS) | set(logged_names(run.retrieval_ks))
-    names |= {f"{v}/{k}" for v in variants for k in VARIANT_METRICS}
+    names = set(logged_names(run.retrieval_ks, variants))
     for objective in parse(run.objective):
         name = objective.name
-        if name not in names and not name.startswith(("judge/", "retriever/")):
+        if not is_logged(name, run.retrieval_ks, variants):
             raise ConfigError(
                 f"run.objective: {name!r} is not a metric a run logs{closest(name, names)}; "
                 f"choose one of {', '.join(sorted(names))}, judge/<counter> or "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from harness.core.validation import Range, check_arguments
+from harness.core.validation import Range, check_call
 
 #: What a job returns to a sweeper: ``run.objective``'s value, one per objective.
 JobValue = float | tuple[float, ...]
@@ -86,7 +86,7 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        check_arguments("run", type(self), values)
+        check_call("run", type(self), values)  # the Python API; config checked it before
 
 
 @dataclass(frozen=True)

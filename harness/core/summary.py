@@ -16,12 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.core.described import retriever_metrics
-
-#: Timing figures logged as MLflow metrics (``summary.timing``), when measured.
-TIMING_METRICS = (
-    "retrieval_p50_ms", "retrieval_p95_ms", "retrieval_max_ms", "retrieval_mean_ms",
-    "retrieval_first_ms", "prepare_s", "index_build_s", "index_bytes", "scoring_s", "judge_s",
-)
+from harness.core.metric_names import TIMING_METRICS, VARIANT_METRICS
 
 
 class Summary(Protocol):
@@ -79,10 +74,6 @@ def judge_tags(judge: Mapping[str, Any] | None) -> dict[str, str]:
     if judge.get("cost_unknown"):
         tags["judge.cost"] = f"unknown ({judge['cost_unknown']})"
     return tags
-
-
-#: What each variant of a run of several logs, as ``<variant>/<name>``.
-VARIANT_METRICS = ("mean", "n_scored", "n_unscored", "success_rate")
 
 
 def variant_metrics(variants: Mapping[str, Any] | None) -> dict[str, float | None]:

@@ -22,11 +22,13 @@ a misspelt string gets a did-you-mean. The message is always
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import math
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -172,6 +174,37 @@ def check_value(where: str, annotation: Any, value: Any) -> None:
                           f"{_did_you_mean(annotation, value)}")
     if not _fits(annotation, value, ranges=True):
         raise ConfigError(f"{where}: expected {describe(annotation)}, got {value!r}")
+
+
+def check_call(where: str, function: Callable[..., Any], values: Mapping[str, Any]) -> None:
+    """A constructor's check of its own arguments against its annotations (the Python API):
+    ``check_value`` for each; skipped inside ``prechecked()``, where ``check_arguments``
+    checked the same config node before anything was built (each value is checked once).
+
+    Args:
+        where: The config group, e.g. ``judge``.
+        function: The ``__init__`` whose annotations declare the ranges.
+        values: The arguments by name (``self`` and unannotated names are skipped).
+    """
+    if _PRECHECKED.get():
+        return
+    hints = typing.get_type_hints(function, include_extras=True)
+    for name, value in values.items():
+        if name in hints and name != "return":
+            check_value(f"{where}.{name}", hints[name], value)
+
+
+@contextlib.contextmanager
+def prechecked() -> Iterator[None]:
+    """Build parts whose config ``check_arguments`` has checked: ``check_call`` skips."""
+    token = _PRECHECKED.set(True)
+    try:
+        yield
+    finally:
+        _PRECHECKED.reset(token)
+
+
+_PRECHECKED: contextvars.ContextVar[bool] = contextvars.ContextVar("prechecked", default=False)
 
 
 def _did_you_mean(annotation: Any, value: Any) -> str:

@@ -1,59 +1,36 @@
-"""The judge's settings checked before any work: each bad value is one ``ConfigError``
-naming the setting, what it expects and what it got (``judge.top_p: expected a number in
-(0, 1] or null, got 1.5``)."""
+"""The judge's settings that no range states, checked before any work: its names, its
+prices' keys, its URL and its key. Its numbers and choices are ranges annotated on
+``OpenAIJudge.__init__``, checked by ``harness.core.validation`` as every part's are."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from harness.core.errors import ConfigError, closest
 from harness.core.redact import redact_uri
+from harness.core.validation import Range, check_value
 
 #: Keys of one model's ``prices`` entry (USD per million tokens).
 PRICE_KEYS = ("input", "cached_input", "output")
-OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "text")
-VOTES = ("majority", "mean")
-PACINGS = ("adaptive", "fixed")
 #: The most candidates per token the OpenAI API returns.
 MAX_TOP_LOGPROBS = 20
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+#: A price: USD per million tokens.
+Price = Annotated[float, Range(ge=0)]
 
 
 def _fail(key: str, expected: str, value: Any) -> ConfigError:
     return ConfigError(f"{key}: expected {expected}, got {value!r}")
 
 
-def finite(key: str, value: Any, *, low: float = 0.0, strict: bool = False) -> None:
-    """``value`` is a finite number ``>= low`` (``> low`` when ``strict``)."""
-    sign = ">" if strict else ">="
-    if not _number(value) or not math.isfinite(value) or (
-        value <= low if strict else value < low
-    ):
-        raise _fail(key, f"a finite number {sign} {low:g}", value)
-
-
-def at_least(key: str, value: Any, low: int, *, nullable: bool = False) -> None:
-    """``value`` is an int ``>= low`` (or null when ``nullable``)."""
-    if nullable and value is None:
-        return
-    if not _int(value) or value < low:
-        raise _fail(key, f"an integer >= {low}" + (" or null" if nullable else ""), value)
-
-
-def one_of(key: str, value: Any, options: tuple[str, ...]) -> None:
-    """``value`` is one of ``options``."""
-    if value not in options:
-        raise _fail(key, " or ".join(repr(o) for o in options), value)
+def check_names(model: Any, api_key_env: Any) -> None:
+    """``model`` names a model; ``api_key_env`` names an environment variable (or is null)."""
+    if not isinstance(model, str) or not model.strip():
+        raise _fail("judge.model", "the name of a model the endpoint serves", model)
+    env = api_key_env
+    if env is not None and (not isinstance(env, str) or not env.strip() or "=" in env):
+        raise _fail("judge.api_key_env", "the NAME of an environment variable, or null", env)
 
 
 def check_prices(prices: Any) -> dict[str, dict[str, float]]:
@@ -73,43 +50,9 @@ def check_prices(prices: Any) -> dict[str, dict[str, float]]:
                     f"{key}.{name}: unknown price{closest(str(name), PRICE_KEYS)}; "
                     f"a price entry has {', '.join(PRICE_KEYS)}"
                 )
-            finite(f"{key}.{name}", price)
+            check_value(f"{key}.{name}", Price, price)
         out[str(model)] = {str(k): float(v) for k, v in entry.items()}
     return out
-
-
-def check_settings(values: Mapping[str, Any]) -> None:
-    """Check ``OpenAIJudge``'s numeric and enumerated settings (named as in ``values``)."""
-    v = values
-    if not isinstance(v["model"], str) or not v["model"].strip():
-        raise _fail("judge.model", "the name of a model the endpoint serves", v["model"])
-    env = v["api_key_env"]
-    if env is not None and (not isinstance(env, str) or not env.strip() or "=" in env):
-        raise _fail("judge.api_key_env", "the NAME of an environment variable, or null", env)
-    finite("judge.temperature", v["temperature"])
-    top_p = v["top_p"]
-    if top_p is not None and not (_number(top_p) and 0.0 < top_p <= 1.0):
-        raise _fail("judge.top_p", "a number in (0, 1] or null", top_p)
-    at_least("judge.max_tokens", v["max_tokens"], 1, nullable=True)
-    if v["seed"] is not None and not _int(v["seed"]):
-        raise _fail("judge.seed", "an integer or null", v["seed"])
-    finite("judge.timeout", v["timeout"], strict=True)
-    finite("judge.preflight_timeout", v["preflight_timeout"], strict=True)
-    at_least("judge.max_retries", v["max_retries"], 0)
-    finite("judge.max_wait", v["max_wait"])
-    at_least("judge.max_timeouts_in_a_row", v["max_timeouts_in_a_row"], 1, nullable=True)
-    at_least("judge.parse_retries", v["parse_retries"], 0)
-    at_least("judge.max_concurrency", v["max_concurrency"], 1)
-    one_of("judge.pacing", v["pacing"], PACINGS)
-    top = v["top_logprobs"]
-    if not _int(top) or not 0 <= top <= MAX_TOP_LOGPROBS:
-        raise _fail("judge.top_logprobs", f"an integer from 0 to {MAX_TOP_LOGPROBS}", top)
-    at_least("judge.samples", v["samples"], 1)
-    one_of("judge.vote", v["vote"], VOTES)
-    one_of("judge.output_mode", v["output_mode"], OUTPUT_MODES)
-    extra = v["extra_body"]
-    if extra is not None and not isinstance(extra, Mapping):
-        raise _fail("judge.extra_body", "a mapping of extra JSON fields", extra)
 
 
 def split_base_url(

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from harness.core.errors import JudgeParseError, JudgeReplyCut
 from harness.core.protocols import Kind
 from harness.core.redact import redact, redact_uri
 from harness.core.text import clip
 from harness.core.types import Completion, JudgeRequest, JudgeStats
+from harness.core.validation import Range, check_call
 from harness.judges.cache import lookup as cached
-from harness.judges.checks import check_prices, check_settings, split_base_url
+from harness.judges.checks import MAX_TOP_LOGPROBS, check_names, check_prices, split_base_url
 from harness.judges.identity import AUTO
 from harness.judges.replies.read import reply_cut, tokens
 from harness.judges.replies.schemas import SCHEMAS
@@ -84,30 +85,31 @@ class OpenAIJudge:
         model: str,
         base_url: str | None = None,
         api_key_env: str | None = "OPENAI_API_KEY",
-        temperature: float = 0.0,
-        top_p: float | None = None,
-        max_tokens: int | None = 1024,
+        temperature: Annotated[float, Range(ge=0)] = 0.0,
+        top_p: Annotated[float, Range(gt=0, le=1)] | None = None,
+        max_tokens: Annotated[int, Range(ge=1)] | None = 1024,
         seed: int | None = 0,
-        timeout: float = 60.0,
-        max_retries: int = 5,
-        max_concurrency: int = 16,
+        timeout: Annotated[float, Range(gt=0)] = 60.0,
+        max_retries: Annotated[int, Range(ge=0)] = 5,
+        max_concurrency: Annotated[int, Range(ge=1)] = 16,
         pacing: Literal["adaptive", "fixed"] = "adaptive",
         output_mode: OutputMode = "json_schema",
-        parse_retries: int = 2,
-        top_logprobs: int = 5,
+        parse_retries: Annotated[int, Range(ge=0)] = 2,
+        top_logprobs: Annotated[int, Range(ge=0, le=MAX_TOP_LOGPROBS)] = 5,
         prices: Mapping[str, Mapping[str, float]] | None = None,
         extra_body: Mapping[str, Any] | None = None,
-        preflight_timeout: float = 10.0,
+        preflight_timeout: Annotated[float, Range(gt=0)] = 10.0,
         cache: bool = True,
         cache_path: str | None = None,
         cache_url: str | None = None,
-        samples: int = 1,
+        samples: Annotated[int, Range(ge=1)] = 1,
         vote: Literal["majority", "mean"] = "majority",
-        max_wait: float = 60.0,
-        max_timeouts_in_a_row: int | None = 8,
+        max_wait: Annotated[float, Range(ge=0)] = 60.0,
+        max_timeouts_in_a_row: Annotated[int, Range(ge=1)] | None = 8,
     ) -> None:
-        check_settings(locals())  # every argument, by name
+        check_names(model, api_key_env)
         prices = check_prices(prices)
+        check_call("judge", OpenAIJudge.__init__, locals())  # the ranges annotated above
         self._endpoint_key = split_base_url(base_url)[0] or "openai"  # not its credentials
         self.stats = JudgeStats()
         self.transport = ChatTransport(

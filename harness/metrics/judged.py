@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from harness.core.aio import LoopThread
 from harness.core.errors import ConfigError
 from harness.core.protocols import Judge, Kind, OnDone
 from harness.core.types import Completion, JudgeRequest, JudgeSubject, RagSample, SampleResult
-from harness.judges.checks import finite
+from harness.core.validation import Range, check_value
 from harness.judges.replies import parse
 from harness.metrics.base import BaseMetric, missing_fields
 from harness.prompts.template import PromptTemplate
@@ -40,7 +40,7 @@ class JudgedMetric(BaseMetric):
                 f"metric {name} judges {mode}, but prompt {prompt.version} is {prompt.mode}; "
                 f"choose a {mode} prompt"
             )
-        finite("metric.eps", eps)
+        check_value("metric.eps", Annotated[float, Range(ge=0)], eps)
         if not isinstance(soft, bool):
             raise ConfigError(f"metric.soft: expected true or false, got {soft!r}")
         if soft and getattr(judge, "top_logprobs", None) == 0:  # soft reads the candidates

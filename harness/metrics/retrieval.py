@@ -26,16 +26,8 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from harness.core.metric_names import CUTOFF_METRICS
 from harness.core.types import RagSample
-
-#: The metrics logged at each cut-off k of ``run.retrieval_ks``, as ``<name>_at_<k>``.
-CUTOFF_METRICS = ("recall", "ndcg", "precision", "hit_rate", "map")
-
-
-def logged_names(ks: Sequence[int]) -> list[str]:
-    """Every retrieval metric a run with cut-offs ``ks`` may log: ``<metric>_at_<k>`` and
-    ``mrr``."""
-    return [f"{m}_at_{k}" for k in ks for m in CUTOFF_METRICS] + ["mrr"]
 
 
 def _first_occurrences(retrieved: Sequence[str], k: int | None) -> list[tuple[int, str]]:

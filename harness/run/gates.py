@@ -14,27 +14,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.core.errors import ConfigError, closest
+from harness.core.metric_names import OPEN_PREFIXES, logged_names
 from harness.core.protocols import Parts
 from harness.core.settings import Job, RunSettings
-from harness.core.summary import TIMING_METRICS, VARIANT_METRICS
-from harness.metrics.retrieval import logged_names
 from harness.run.loop import Scores, Tally
 
 #: What ``run.fail_under`` holds: a floor on the mean, or a floor (ceiling) per metric.
 FailUnder = float | Mapping[str, float] | None
 
-#: The run's own numbers a gate may name (beside the retrieval and timing metrics).
-RUN_NUMBERS = ("mean", "success_rate", "n_samples", "n_scored", "n_unscored", "duration_s",
-               "retrieval_depth")
-#: Families of metrics whose names are not known before the run.
-OPEN_PREFIXES = ("judge/", "retriever/")
 
 
 def gate_names(run: RunSettings, variants: Sequence[str] = ()) -> list[str]:
     """Every metric name a gate may name in a run with these settings (``variants``: those
-    of a run of several, whose ``<variant>/mean`` and the like it logs)."""
-    return [*RUN_NUMBERS, *(f"{v}/{k}" for v in variants for k in VARIANT_METRICS),
-            *logged_names(run.retrieval_ks), *TIMING_METRICS]
+    of a run of several, whose ``<variant>/mean`` and the like it logs): the catalogue's."""
+    return logged_names(run.retrieval_ks, variants)
 
 
 def floors(threshold: FailUnder) -> dict[str, float]:

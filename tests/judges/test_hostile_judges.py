@@ -598,16 +598,18 @@ def test_unknown_price_key_gets_a_did_you_mean(tmp_path: Path, server: JudgeServ
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ({"temperature": float("nan")},
-         "judge.temperature: expected a finite number >= 0, got nan"),
-        ({"timeout": float("inf")}, "judge.timeout: expected a finite number > 0, got inf"),
-        ({"top_p": 0.0}, "judge.top_p: expected a number in (0, 1] or null, got 0.0"),
-        ({"max_tokens": 0}, "judge.max_tokens: expected an integer >= 1 or null, got 0"),
-        ({"top_logprobs": 50}, "judge.top_logprobs: expected an integer from 0 to 20, got 50"),
-        ({"samples": 0}, "judge.samples: expected an integer >= 1, got 0"),
-        ({"vote": "median"}, "judge.vote: expected 'majority' or 'mean', got 'median'"),
+        ({"temperature": float("nan")}, "judge.temperature: expected finite float >= 0, got nan"),
+        ({"timeout": float("inf")}, "judge.timeout: expected finite float > 0, got inf"),
+        ({"top_p": 0.0}, "judge.top_p: expected finite float in (0, 1] or null, got 0.0"),
+        ({"max_tokens": 0}, "judge.max_tokens: expected int >= 1 or null, got 0"),
+        ({"top_logprobs": 50}, "judge.top_logprobs: expected int in [0, 20], got 50"),
+        ({"samples": 0}, "judge.samples: expected int >= 1, got 0"),
+        ({"vote": "median"},
+         "judge.vote: expected 'majority' or 'mean', got 'median' (did you mean 'mean'?)"),
+        ({"pacing": 1}, "judge.pacing: expected 'adaptive' or 'fixed', got 1"),
+        ({"max_retries": -1}, "judge.max_retries: expected int >= 0, got -1"),
         ({"prices": {"m": {"input": float("nan")}}},
-         "judge.prices.m.input: expected a finite number >= 0, got nan"),
+         "judge.prices.m.input: expected finite float >= 0, got nan"),
     ],
 )
 def test_the_python_api_checks_the_same_settings(setting: dict[str, Any], message: str) -> None:
@@ -619,9 +621,9 @@ def test_the_python_api_checks_the_same_settings(setting: dict[str, Any], messag
 @pytest.mark.parametrize(
     ("kind", "setting", "message"),
     [
-        ("pointwise", {"eps": math.inf}, "metric.eps: expected a finite number >= 0, got inf"),
-        ("pointwise", {"eps": math.nan}, "metric.eps: expected a finite number >= 0, got nan"),
-        ("listwise", {"eps": -1.0}, "metric.eps: expected a finite number >= 0, got -1.0"),
+        ("pointwise", {"eps": math.inf}, "metric.eps: expected finite float >= 0, got inf"),
+        ("pointwise", {"eps": math.nan}, "metric.eps: expected finite float >= 0, got nan"),
+        ("listwise", {"eps": -1.0}, "metric.eps: expected finite float >= 0, got -1.0"),
         ("listwise", {"threshold": math.nan},
          "metric.threshold: expected a number in [0, 1] or null, got nan"),
         ("listwise", {"threshold": 2}, "metric.threshold: expected a number in [0, 1] or null, "

@@ -190,10 +190,10 @@ def test_a_short_wait_is_not_said(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("setting", "says"),
     [
-        ("judge.max_wait=-1", "judge.max_wait: expected a finite number >= 0, got -1"),
-        ("judge.max_wait=inf", "judge.max_wait: expected finite float, got inf"),
+        ("judge.max_wait=-1", "judge.max_wait: expected finite float >= 0, got -1"),
+        ("judge.max_wait=inf", "judge.max_wait: expected finite float >= 0, got inf"),
         ("judge.max_timeouts_in_a_row=0",
-         "judge.max_timeouts_in_a_row: expected an integer >= 1 or null, got 0"),
+         "judge.max_timeouts_in_a_row: expected int >= 1 or null, got 0"),
     ],
 )
 def test_the_bounds_are_checked_before_any_call(tmp_path: Path, setting: str, says: str) -> None:

@@ -1,0 +1,60 @@
+"""The one catalogue of the metric names a run logs.
+
+``RunSummary.metrics`` logs these (to MLflow, and as a job's values); ``run.objective``
+(``harness.config.build``), ``run.fail_under`` (``harness.run.gates``) and compare
+(``harness.compare.pairing``, ``harness.compare.noise``) accept and classify names by them,
+so an objective, a gate and a compared metric accept and refuse the same names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: The run's own numbers (``summary.json``'s headline; ``retrieval_depth`` with ids).
+RUN_METRICS = ("mean", "success_rate", "n_samples", "n_scored", "n_unscored", "duration_s",
+               "retrieval_depth")
+#: What each variant of a run of several logs, as ``<variant>/<name>``.
+VARIANT_METRICS = ("mean", "n_scored", "n_unscored", "success_rate")
+#: The retrieval metrics logged at each cut-off k of ``run.retrieval_ks``, as
+#: ``<name>_at_<k>`` (and ``mrr``, at no cut-off).
+CUTOFF_METRICS = ("recall", "ndcg", "precision", "hit_rate", "map")
+#: Timing figures logged as MLflow metrics (``summary.timing``), when measured.
+TIMING_METRICS = (
+    "retrieval_p50_ms", "retrieval_p95_ms", "retrieval_max_ms", "retrieval_mean_ms",
+    "retrieval_first_ms", "prepare_s", "index_build_s", "index_bytes", "scoring_s", "judge_s",
+)
+#: Timing figures that are sizes, not times: exact from run to run.
+SIZES = ("index_bytes",)
+#: Families of metrics whose names are not known before the run: ``judge/<counter>``,
+#: ``retriever/<name>``.
+OPEN_PREFIXES = ("judge/", "retriever/")
+#: Names of metrics that do not depend on the context-precision variant.
+RETRIEVAL_PREFIXES = (*(f"{m}_at_" for m in CUTOFF_METRICS), "mrr", "retrieval_depth")
+
+
+def retrieval_names(ks: Sequence[int]) -> list[str]:
+    """Every retrieval metric a run with cut-offs ``ks`` may log: ``<metric>_at_<k>`` and
+    ``mrr``."""
+    return [f"{m}_at_{k}" for k in ks for m in CUTOFF_METRICS] + ["mrr"]
+
+
+def logged_names(ks: Sequence[int], variants: Sequence[str] = ()) -> list[str]:
+    """Every metric name a run with cut-offs ``ks`` may log, beside the open families
+    (``variants``: those of a run of several, each logging ``<variant>/mean`` and the like)."""
+    return [*RUN_METRICS, *(f"{v}/{k}" for v in variants for k in VARIANT_METRICS),
+            *retrieval_names(ks), *TIMING_METRICS]
+
+
+def is_logged(name: str, ks: Sequence[int], variants: Sequence[str] = ()) -> bool:
+    """Whether a run with cut-offs ``ks`` (and ``variants``) may log ``name``."""
+    return name.startswith(OPEN_PREFIXES) or name in logged_names(ks, variants)
+
+
+def is_retrieval(name: str) -> bool:
+    """Whether ``name`` is a retrieval metric (the same for every variant of a run)."""
+    return name.startswith(RETRIEVAL_PREFIXES)
+
+
+def is_measured(name: str) -> bool:
+    """Whether ``name`` is a measured time, which drifts from run to run."""
+    return name in TIMING_METRICS and name not in SIZES or name == "duration_s"
