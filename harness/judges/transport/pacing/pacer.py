@@ -289,7 +289,3 @@ class Pacer:
         must still hold to send)."""
         self.quotas.note_tokens(tokens)
 
-    def paused_for(self) -> float:
-        """Seconds until new sends resume (0: not paused)."""
-        return max(0.0, self._resume_at - self._clock())
-

@@ -70,13 +70,10 @@ class Quotas:
         refills continuously)."""
         return self.cost(unit) * 1.02 + 1.0
 
-    def blocked_until(self, now: float) -> float:
-        """When every known quota holds one more request's cost (``-inf``: now)."""
-        return self.holding(now)[0]
-
     def holding(self, now: float) -> tuple[float, str]:
-        """``blocked_until`` and the header of the quota that holds sends back longest; a
-        quota whose refill takes longer than ``max_wait`` holds nothing (``beyond``)."""
+        """When every known quota holds one more request's cost (``-inf``: now), and the
+        header of the quota that holds sends back longest; a quota whose refill takes longer
+        than ``max_wait`` holds nothing (``beyond``)."""
         until, told = -math.inf, ""
         for unit, quota in self.known.items():
             short = self.need(unit) - quota.refill(now)
