@@ -1,5 +1,5 @@
-"""Signals, the same for every command (``harness``, ``harness-compare``, ``harness-cache``,
-``python -m harness.report``): Ctrl-C (SIGINT), SIGTERM (a scheduler, ``kill``) and SIGHUP (a
+"""Signals, the same for every command (``harness`` and ``harness compare|report|cache``,
+their old forms too): Ctrl-C (SIGINT), SIGTERM (a scheduler, ``kill``) and SIGHUP (a
 closed terminal or SSH session) raise ``Interrupted``, which each command turns into one line
 and exit code 128 + the signal's number. A signal repeated while the first is being handled
 (two Ctrl-C 100 ms apart, or SIGTERM sent to the whole process group after Ctrl-C) is ignored

@@ -1,4 +1,4 @@
-"""``python -m harness.compare``: rank the runs of a sweep, with confidence intervals, or
+"""``harness compare``: rank the runs of a sweep, with confidence intervals, or
 test a candidate run against a baseline (and gate CI on it).
 
 Reads the runs from MLflow and each run's ``samples.jsonl``; ranks them per dataset and

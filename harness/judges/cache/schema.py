@@ -1,5 +1,5 @@
 """The PostgreSQL verdict cache's tables, statements and errors, and the plain connection
-``python -m harness.cli.cache`` uses (``PgCacheAdmin``).
+``harness cache`` uses (``PgCacheAdmin``).
 
 Everything lives in the schema ``harness_cache``. ``entries`` holds the replies and the
 claims: a row whose ``value`` is NULL is a key being paid for now by ``owner`` until
@@ -154,7 +154,7 @@ def token_count(value: Any) -> int:
 
 
 class PgCacheAdmin:
-    """A plain connection to the cache for ``python -m harness.cli.cache`` (its ``query`` takes
+    """A plain connection to the cache for ``harness cache`` (its ``query`` takes
     the SQLite cache's statements, with ``?`` placeholders).
 
     Args:

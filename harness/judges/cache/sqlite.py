@@ -83,7 +83,7 @@ class VerdictCache:
     Args:
         path: The SQLite file.
         create: Create the file (and its folder) when missing; else a missing file, or one
-            without a cache in it, is an error (``python -m harness.cli.cache``).
+            without a cache in it, is an error (``harness cache``).
         write: Check that the file can be written to (not needed to only read it).
 
     Raises ``ConfigError`` when the file cannot be used: one line, the file, why, what to do.
@@ -186,7 +186,7 @@ class VerdictCache:
             )
 
     def query(self, sql: str, args: tuple[Any, ...] = ()) -> tuple[list[Any], int]:
-        """Run one statement (``python -m harness.cli.cache``): rows and row count; a failure is
+        """Run one statement (``harness cache``): rows and row count; a failure is
         a ``ConfigError``."""
         try:
             cursor = self._db.execute(sql, args)
