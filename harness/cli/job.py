@@ -13,20 +13,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.config.build import instantiate, uses
-from harness.config.compose import job_config
-from harness.config.variants import (
-    build_parts,
-    compose_variants,
-    search_overrides,
-    variant_choices,
-    variant_config,
-)
+from harness.api import Place, run_job
+from harness.config.build import uses
+from harness.config.variants import compose_variants, search_overrides, variant_choices
 from harness.core import secrets as cli_secrets
 from harness.core.errors import ConfigError, GateFailed, HarnessError, Interrupted, RunFailed
 from harness.core.protocols import Parts
 from harness.core.redact import redact
-from harness.core.settings import Job, JobValue
+from harness.core.settings import JobValue
 from harness.run.outputs import release, write_text
 
 
@@ -61,28 +55,22 @@ def run(cfg: DictConfig) -> JobValue:
         assert isinstance(given, list)
         variants = compose_variants([str(a) for a in given], _hydra_compose(hc.job.config_name),
                                     searched=search_overrides(hc.overrides.hydra))
-        cfg, parts = build_parts(cfg, variants)  # metric=[a,b]: each variant on its own
-        if parts.settings.shards > 1:  # one evaluation, scored by workers (harness.shards)
-            from harness.shards import sharded
+        chosen = dict(hc.runtime.choices)
 
-            parts.task = sharded(parts.task)
-        choices = choices_of(cfg, parts, dict(hc.runtime.choices))
-        if variants is not None:
-            choices = variant_choices(variants, choices, dict(hc.runtime.choices))
-        job = Job(
-            config=variant_config(variants, job_config(cfg)),
-            out_dir=out_dir,
-            choices=choices,
-            run_name=run_name(list(hc.overrides.task), choices.get("metric"), multirun),
-            overrides=cli_secrets.reveal(redact(hc.job.override_dirname or "")),
-            sweep_dir=str(hc.sweep.dir) if multirun else None,
-            job_num=hc.job.num if multirun else None,
-            build=lambda group: instantiate(cfg, group),
-        )
-        try:
-            return parts.task.run(parts, job)[1]
-        finally:
-            parts.close()
+        def place(cfg: DictConfig, parts: Parts) -> Place:
+            choices = choices_of(cfg, parts, chosen)
+            if variants is not None:  # metric=[a,b]: each variant on its own
+                choices = variant_choices(variants, choices, chosen)
+            return Place(
+                out_dir=out_dir,
+                choices=choices,
+                run_name=run_name(list(hc.overrides.task), choices.get("metric"), multirun),
+                overrides=cli_secrets.reveal(redact(hc.job.override_dirname or "")),
+                sweep_dir=str(hc.sweep.dir) if multirun else None,
+                job_num=hc.job.num if multirun else None,
+            )
+
+        return run_job(cfg, variants, place=place).value
     finally:
         if not multirun:
             release(out_dir)

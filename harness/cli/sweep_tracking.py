@@ -38,15 +38,13 @@ class SweepTracking(Callback):
         publish_swept(swept)
         if config.get("tracking") is None:
             return
-        from hydra.utils import execution_whitelist, instantiate
-
         from harness import __version__
+        from harness.config.build import instantiate
         from harness.core.redact import redact
         from harness.core.secrets import reveal
-        from harness.core.trust import whitelist
 
-        with execution_whitelist(whitelist()):
-            tracker: Tracker = instantiate(config.tracking, _convert_="all")
+        # as each job builds it (harness.config.build): trusted, checked against its class
+        tracker: Tracker = instantiate(config, "tracking")
         if tracker.sweep is None:  # a tracker without a sweep part: no parent run
             return
         sweep_dir = str(config.hydra.sweep.dir)

@@ -7,7 +7,7 @@ plain Python values.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -133,16 +133,24 @@ def uses(cfg: DictConfig, group: str) -> bool:
     return group in cfg and "metric" in cfg and group in cfg.metric
 
 
-def build(cfg: DictConfig, dataset: Dataset | None = None,
-          variants: Sequence[str] = ()) -> Parts:
-    """Instantiate each group; check everything that can fail before any work.
+def build(cfg: DictConfig | Mapping[str, Any], dataset: Dataset | None = None,
+          variants: Sequence[str] = (), members: Sequence[DictConfig] = ()) -> Parts:
+    """The one builder: instantiate each group into frozen parts; check everything that can
+    fail before any work.
 
     Args:
-        cfg: The composed config.
+        cfg: The composed config, or a plain mapping of the groups (a shard's worker; no
+            ``tracking``: not tracked).
         dataset: Use this dataset instead of the ``dataset`` group (the Python API).
-        variants: The variants of a run of several (``metric=[a,b]``): ``run.objective``
-            and ``run.fail_under`` may name ``<variant>/mean`` and the like of these.
+        variants: The variants of a run of several (``metric=[a,b]``): the metric is a
+            ``Panel`` of them, and ``run.objective`` and ``run.fail_under`` may name
+            ``<variant>/mean`` and the like of these.
+        members: Each variant's own composition (its prompt, judge, ``min_grade``), the first
+            ``cfg`` itself; default: ``cfg`` with ``metric`` as each one's node (``metric``
+            maps each name to its settings: a worker's mapping).
     """
+    if not isinstance(cfg, DictConfig):
+        cfg = OmegaConf.create(dict(cfg))
     run_settings = settings(cfg)
     for group in ("judge", "prompt"):
         if uses(cfg, group):
@@ -157,9 +165,37 @@ def build(cfg: DictConfig, dataset: Dataset | None = None,
     assert dataset is not None
     dataset.check()
     retriever = conforming(instantiate(cfg, "retriever"), str(cfg.retriever.get("_target_")))
-    metric = instantiate(cfg, "metric")
-    tracker = instantiate(cfg, "tracking")
+    metric = instantiate(cfg, "metric") if not variants else _panel(cfg, variants, members)
+    if "tracking" in cfg:
+        tracker = instantiate(cfg, "tracking")
+    else:
+        from harness.tracking.null import NullTracker
+
+        tracker = NullTracker()
     return Parts(task, dataset, retriever, metric, tracker, run_settings)
+
+
+def _panel(cfg: DictConfig, variants: Sequence[str], members: Sequence[DictConfig]) -> Any:
+    """A ``Panel`` of the listed variants, each built from its own config (all of them
+    closed if one cannot be built)."""
+    from functools import partial
+
+    from harness.metrics.panel import Panel
+
+    if not members:  # a worker's mapping: ``metric`` holds each variant's node
+        plain = OmegaConf.to_container(cfg, resolve=False)
+        assert isinstance(plain, dict)
+        members = [OmegaConf.create({**plain, "metric": plain["metric"][name]})
+                   for name in variants]
+    return Panel.built([partial(_member, own) for own in members], variants)
+
+
+def _member(own: DictConfig) -> Any:
+    """One variant's metric, its judge and prompt settings checked first."""
+    for group in ("judge", "prompt"):
+        if uses(own, group):
+            check_missing(own, group)
+    return instantiate(own, "metric")
 
 
 def _default_task() -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,6 @@ from harness.core.errors import ConfigError, closest
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-    from harness.core.protocols import Dataset, Metric, Parts
 
 #: Arguments that add config folders: then an option may come from the user's own files.
 _SEARCH_ARGS = ("hydra.searchpath", "--config-dir", "-cd", "--config-path", "-cp")
@@ -36,7 +34,7 @@ class Listed:
     index: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class Variants:
     """Each listed variant's own composition, in order (the first is the job's config)."""
 
@@ -259,33 +257,6 @@ def variant_choices(variants: Variants, choices: dict[str, str],
                     out[group] = str(value)
             break
     return out
-
-
-def build_parts(cfg: DictConfig, variants: Variants | None,
-                dataset: Dataset | None = None) -> tuple[DictConfig, Parts]:
-    """The job's config and parts (``harness.config.build.build``); with several variants,
-    the first one's config, and as the metric a ``Panel`` of every listed variant, each
-    built from its own config (all of them closed if one cannot be built)."""
-    from harness.config.build import build, check_missing, instantiate, uses
-    from harness.core.boundary import guarded
-    from harness.metrics.panel import Panel
-
-    if variants is None:
-        return cfg, build(cfg, dataset=dataset)
-    parts = build(variants.configs[0], dataset=dataset, variants=variants.names)
-
-    def member(own: DictConfig) -> Metric:
-        for group in ("judge", "prompt"):
-            if uses(own, group):
-                check_missing(own, group)
-        metric: Metric = instantiate(own, "metric")
-        return metric
-
-    first = parts.metric  # Panel.built closes it too when a later one fails
-    parts.metric = Panel.built([lambda: first, *(partial(member, own)
-                                                 for own in variants.configs[1:])],
-                               variants.names, guarded)
-    return variants.configs[0], parts
 
 
 def variant_config(variants: Variants | None, config: dict[str, Any]) -> dict[str, Any]:

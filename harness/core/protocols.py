@@ -243,9 +243,10 @@ class Task(Protocol):
         ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class Parts:
-    """The built components of one job."""
+    """The built components of one job; frozen: a wrapper (the timed retriever, the shards'
+    task, several variants' panel) makes a copy with ``dataclasses.replace``."""
 
     task: Task
     dataset: Dataset

@@ -22,6 +22,7 @@ from harness.run.outputs.folder import hint, reason
 from harness.run.tally import (  # their home was this module: still importable here
     MAP_SAMPLES,
     MAX_RANK,
+    MAX_REASONS,
     REPORT_ROWS,
     REPORT_UNSCORED,
     Scores,
@@ -77,6 +78,7 @@ def evaluate(
     beyond_depth: bool | Sequence[str] = False,
     variants: Sequence[str] = (),
     documents: CorpusTexts | None = None,
+    max_reasons: int = MAX_REASONS,
 ) -> Tally:
     """Score every batch with ``metric``, writing one JSON row per sample to ``sink``.
 
@@ -98,13 +100,16 @@ def evaluate(
             own (``Tally.variants``); empty: one variant.
         documents: The dataset's corpus by id, for the texts of the relevant documents
             a row lists as missed (``harness.run.missed``).
+        max_reasons: Distinct unscored reasons counted (per variant); the rest are counted
+            as ``(other reasons)``.
 
     Returns:
         The tally: counts, scores and unscored reasons.
     """
     keep = beyond_depth if isinstance(beyond_depth, bool) else tuple(beyond_depth)
     tally = Tally(metric.name, retrieval_ks=tuple(retrieval_ks), beyond_depth=keep,
-                  variants={n: Scores(n) for n in variants})
+                  variants={n: Scores(n, max_reasons=max_reasons) for n in variants},
+                  max_reasons=max_reasons)
 
     def consume(sample: RagSample, result: SampleResult) -> str:
         if retrieval_ks and sample.reference_context_ids is not None and (

@@ -17,6 +17,7 @@ from harness.metrics.panel import Panel
 from harness.run.loop import Tally, evaluate, retrieved
 from harness.run.missed import CorpusTexts
 from harness.run.questions import check_all, watched
+from harness.run.tally import MAX_REASONS
 from harness.run.timing import Timed
 
 
@@ -101,9 +102,11 @@ def score(
     sink: Any,
     progress: Callable[[int], None] | None = None,
     variants: Sequence[str] | None = None,
+    max_reasons: int = MAX_REASONS,
 ) -> Tally:
     """Score ``batches`` with the run's metric and retrieval metrics; rows go to ``sink``
-    (``variants``: the names of the variants it scores at once; default: a ``Panel``'s)."""
+    (``variants``: the names of the variants it scores at once; default: a ``Panel``'s;
+    ``max_reasons``: distinct unscored reasons counted, ``Tally.max_reasons``)."""
     min_grade = parts.settings.retrieval_min_grade
     if min_grade is None:
         min_grade = parts.dataset.min_grade
@@ -112,7 +115,7 @@ def score(
                     beyond_depth=parts.settings.retrieval_beyond_depth or
                     [o.name for o in parse_objective(parts.settings.objective)],
                     variants=variant_names(parts.metric) if variants is None else variants,
-                    documents=CorpusTexts(parts.dataset.corpus))
+                    documents=CorpusTexts(parts.dataset.corpus), max_reasons=max_reasons)
 
 
 def variant_names(metric: object) -> tuple[str, ...]:

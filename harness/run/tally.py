@@ -16,7 +16,8 @@ from harness.core.types import RagSample, SampleResult
 from harness.metrics.retrieval import retrieval_summary
 from harness.run.sampling import Evenly
 
-_MAX_REASONS = 20
+#: Distinct unscored reasons a run counts by default (the rest: ``(other reasons)``).
+MAX_REASONS = 20
 MAX_RANK = 20
 MAP_SAMPLES = 60
 #: Rows kept for the HTML report's per-sample view: every one of a run of up to this many
@@ -38,6 +39,9 @@ class Scores:
     #: Per rank (1..MAX_RANK): samples with a verdict there, and how many were relevant.
     rank_totals: list[int] = field(default_factory=lambda: [0] * MAX_RANK)
     rank_relevant: list[float] = field(default_factory=lambda: [0.0] * MAX_RANK)
+    #: Distinct unscored reasons counted; later ones go under ``(other reasons)`` (a shard's
+    #: worker counts every one: the parent caps the merged ones).
+    max_reasons: int = MAX_REASONS
 
     @property
     def n_scored(self) -> int:
@@ -63,7 +67,7 @@ class Scores:
 
     def add_reason(self, reason: str) -> None:
         """Count an unscored sample's reason (distinct reasons are capped)."""
-        if reason in self.reasons or len(self.reasons) < _MAX_REASONS:
+        if reason in self.reasons or len(self.reasons) < self.max_reasons:
             self.reasons[reason] += 1
         else:
             self.reasons["(other reasons)"] += 1

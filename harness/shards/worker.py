@@ -4,20 +4,18 @@ and strips its rows when the parent asks."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import traceback
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from harness.core.boundary import error_text
 from harness.core.errors import HarnessError
-from harness.core.protocols import Metric, OnDone, Parts
+from harness.core.protocols import Metric, OnDone
 from harness.core.redact import redact, register_tree
 from harness.core.text import one_line
 from harness.core.types import RagSample, SampleResult
@@ -26,9 +24,6 @@ from harness.run.loop import Tally
 from harness.run.outputs.folder import hint, reason
 from harness.shards.merge import fold
 from harness.shards.plan import Span, shard
-
-if TYPE_CHECKING:
-    from harness.core.protocols import Task
 
 #: Distinct unscored reasons a worker counts (one process keeps 20; the parent caps the
 #: merged ones the same way, exactly while no shard has more than this many).
@@ -79,64 +74,42 @@ class ShardWorker:
         return self._answer(lambda: getattr(self, method)(argument))
 
     def run(self, progress: Callable[[int], None] | None = None) -> ShardResult:
-        """Score the shard into ``rows``."""
-        from omegaconf import OmegaConf
-
-        from harness.config.build import instantiate, settings
-        from harness.retrievers.custom import conforming
-        from harness.run import tally as evaluation
+        """Score the shard into ``rows``: the parts built by the one builder
+        (``harness.config.build.build``) from the plain config, then this shard's dataset,
+        the metric harvested, every setting of the whole run but the ones the parent keeps
+        (``limit``, ``shards``, ``progress``), each put in place with ``dataclasses.replace``."""
+        from harness.config.build import build
         from harness.run.plan import plan, score, timed_retriever
-        from harness.tasks.evaluate import Evaluate
-        from harness.tracking.null import NullTracker
 
         register_tree(self.config)  # this process's own registry of secrets
         if os.getcwd() != self.cwd and os.path.isdir(self.cwd):
             os.chdir(self.cwd)  # a Ray worker: relative paths are the parent's
-        cfg = OmegaConf.create(self.config)
-        run = dataclasses.replace(settings(cfg), limit=None, shards=1, progress=False)
-        dataset = shard(instantiate(cfg, "dataset"), self.span)
-        retriever = conforming(instantiate(cfg, "retriever"), str(cfg.retriever.get("_target_")))
-        metric = Harvest(self._metric(cfg), run.retrieval_ks)
-        parts = Parts(cast("Task", Evaluate()), dataset, retriever, metric, NullTracker(), run)
+        built = build(self.config, variants=self.variants)  # no tracking group: not tracked
+        metric = Harvest(built.metric, built.settings.retrieval_ks)
+        part = shard(built.dataset, self.span)
+        parts = replace(built, dataset=part, metric=metric,
+                        settings=replace(built.settings, limit=None, shards=1, progress=False))
 
         def counted(n: int) -> None:
             self.done += n
             if progress is not None:
                 progress(n)
 
-        cap = evaluation._MAX_REASONS  # every reason counted: the parent caps the merged ones
-        evaluation._MAX_REASONS = WORKER_REASONS
         try:
-            timed = parts.retriever = timed_retriever(parts)
+            parts = replace(parts, retriever=(timed := timed_retriever(parts)))
             batches, _ = plan(parts)
             with open(self.rows, "w", encoding="utf-8") as sink:
                 timed.mark()
-                tally = score(parts, batches, sink, counted, self.variants)
+                # every reason counted: the parent caps the merged ones
+                tally = score(parts, batches, sink, counted, self.variants, WORKER_REASONS)
             metric.collect()
         finally:
-            evaluation._MAX_REASONS = cap
             parts.close()
         self.values = metric.values
         result = ShardResult(tally, timed.describe(), timed.latencies, timed.prepare_s,
                              timed.searched)
-        result.seen = dataset.split_seen()  # what the parent checks across shards
+        result.seen = part.split_seen()  # what the parent checks across shards
         return result
-
-    def _metric(self, cfg: Any) -> Metric:
-        """The run's metric: one variant, or a ``Panel`` of the listed ones, each built
-        from its own settings."""
-        from omegaconf import OmegaConf
-
-        from harness.config.build import instantiate
-        from harness.core.boundary import guarded
-        from harness.metrics.panel import Panel
-
-        if not self.variants:
-            metric: Metric = instantiate(cfg, "metric")
-            return metric
-        return Panel.built([partial(instantiate, OmegaConf.create(
-            {**self.config, "metric": self.config["metric"][name]}), "metric")
-            for name in self.variants], self.variants, guarded)
 
     def fold(self, starts: dict[str, float]) -> dict[str, float]:
         """The retrieval sums of the shards up to this one (``starts``: those before)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from harness import __version__
@@ -44,7 +45,7 @@ class Evaluate:
         outputs and logs the run. Returns the summary and ``run.objective``'s value (NaN
         when it has none; a tuple when it names several)."""
         register_tree(job.config)  # secret-named settings (retriever.api_key) masked from now
-        timed = parts.retriever = timed_retriever(parts)
+        parts = replace(parts, retriever=(timed := timed_retriever(parts)))  # a timed copy
         batches, total = self.plan(parts, job)
         rows = job.out_dir / "samples.jsonl"
         tags = {**base_tags(job), **_prompt_tags(_described(parts))}

@@ -8,8 +8,6 @@ rerun of an unchanged test asks the judge nothing.
 
 from __future__ import annotations
 
-import json
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +24,7 @@ CONFIG_KEYS = ("metric", "overrides", "floors", "worst")
 
 def assert_context_precision(
     samples: Sequence[Any],
-    metric: str = "id_based",
+    metric: str | Sequence[str] = "id_based",
     *,
     floors: Mapping[str, float],
     overrides: Sequence[str] = (),
@@ -39,7 +37,10 @@ def assert_context_precision(
     Args:
         samples: Records in ragas, ragas-legacy or deepeval field names (``harness.evaluate``).
         metric: The variant: ``id_based``, ``id_ranked``, ``non_llm``, ``llm_with_reference``,
-            ``llm_without_reference``, ``contextual_precision``.
+            ``llm_without_reference``, ``contextual_precision``; or a list of them
+            (``["id_ranked", "non_llm"]`` or ``"[id_ranked,non_llm]"``), all scored in one
+            run as ``harness.evaluate`` scores them (the floors apply to the first, the
+            headline; each one's numbers are in ``summary["variants"]``).
         floors: The lowest accepted value of each number: ``mean``, ``success_rate``,
             ``mrr``, ``recall_at_k``, ``ndcg_at_k``, ...; e.g. ``{"mean": 0.6}``.
         overrides: Settings in CLI syntax (``judge=local``, ``judge.base_url=URL``, ...).
@@ -52,11 +53,11 @@ def assert_context_precision(
         worst samples when a floor is missed.
     """
     __tracebackhide__ = True
-    from harness.api import evaluate
+    from harness.api import evaluate, metric_choice
 
     checked = checked_floors(floors)
     result = evaluate(samples, metric, overrides=merged(overrides), fields=fields)
-    judge(result, metric, checked, label, worst)
+    judge(result, metric_choice(metric), checked, label, worst)
     return result
 
 
@@ -70,16 +71,18 @@ def check_config(
 ) -> EvaluationResult:
     """Run the config file ``path`` and fail below its floors (``floors`` here win).
 
-    The file is YAML: ``metric`` (the variant), ``overrides`` (settings in CLI syntax, e.g.
-    ``[dataset=jsonl, dataset.path=data.jsonl, retriever=bm25]``; a relative path in a path
-    setting is read against the file's folder: ``harness.testing.paths``), ``floors`` and
-    ``worst``. ``overrides`` here are applied after the file's.
+    The file is YAML: ``metric`` (the variant, or a list of them), ``overrides`` (settings in
+    CLI syntax, e.g. ``[dataset=jsonl, dataset.path=data.jsonl, retriever=bm25]``; a relative
+    path in a path setting is read against the file's folder: ``harness.testing.paths``),
+    ``floors`` and ``worst``. ``overrides`` here are applied after the file's.
     """
     __tracebackhide__ = True
     spec = load_config(path)
     chosen = {**spec.get("floors", {}), **(floors or {})}
     checked = checked_floors(chosen, f"{path}: floors")
-    metric = spec.get("metric", "id_based")
+    from harness.api import metric_choice
+
+    metric = metric_choice(spec.get("metric", "id_based"))
     result = run_overrides(metric, [*spec.get("overrides", []), *overrides])
     judge(result, metric, checked, label, spec.get("worst", WORST) if worst is None else worst)
     return result
@@ -104,8 +107,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
         if key not in CONFIG_KEYS:
             raise ConfigError(f"{file}: unknown key {key!r}{closest(str(key), CONFIG_KEYS)}; "
                               f"a config file holds {', '.join(CONFIG_KEYS)}")
-    if not isinstance(spec.get("metric", ""), str):
-        raise ConfigError(f"{file}: metric: expected a variant name, got {spec['metric']!r}")
+    metric = spec.get("metric", "")
+    if not isinstance(metric, str) and not (
+            isinstance(metric, list) and metric and all(isinstance(m, str) for m in metric)):
+        raise ConfigError(f"{file}: metric: expected a variant name or a list of them, got "
+                          f"{metric!r}")
     given = spec.get("overrides", [])
     if not isinstance(given, list) or not all(isinstance(o, str) and "=" in o for o in given):
         raise ConfigError(f"{file}: overrides: expected a list of KEY=VALUE settings, "
@@ -119,36 +125,24 @@ def load_config(path: str | Path) -> dict[str, Any]:
     return spec
 
 
-def run_overrides(metric: str, overrides: Sequence[str]) -> EvaluationResult:
+def run_overrides(metric: str | Sequence[str], overrides: Sequence[str]) -> EvaluationResult:
     """Run the job ``python -m harness metric=METRIC OVERRIDES`` would, in this process and
-    into a temporary folder (``tracking=none`` unless the overrides choose a tracker)."""
-    from harness.api import EvaluationResult
-    from harness.config.build import build, instantiate
-    from harness.config.compose import composed, custom_settings, job_config
-    from harness.core.errors import ConfigError
-    from harness.core.settings import Job
+    into a temporary folder (``tracking=none`` unless the overrides choose a tracker), by
+    the runner the CLI uses (``harness.api.run_job``); ``metric`` may list several variants
+    (``[a,b]`` or a list)."""
+    from harness.api import metric_choice, run_in_process
+    from harness.config.compose import custom_settings
 
+    metric = metric_choice(metric)
     given = merged(overrides)
     chosen = {k: v for k, _, v in (o.partition("=") for o in given) if "." not in k}
     tracking = [] if "tracking" in chosen else ["tracking=none"]
-    cfg = composed((f"metric={metric}", *tracking, "run.quiet=true", "run.progress=false",
-                    "run.report=false", *custom_settings(given)))
-    parts = build(cfg)
-    if parts.settings.shards > 1:
-        parts.close()
-        raise ConfigError("run.shards: a test scores in its own process; set run.shards=1")
+    args = [f"metric={metric}", *tracking, "run.quiet=true", "run.progress=false",
+            "run.report=false", *custom_settings(given)]
     choices = {"dataset": "sample", "retriever": "precomputed", "tracking": "none", **{
-        k: v for k, v in chosen.items() if k in ("dataset", "retriever", "tracking")},
-        "metric": metric}
-    with tempfile.TemporaryDirectory(prefix="harness-test-") as tmp:
-        job = Job(job_config(cfg), Path(tmp), choices, f"test metric={metric}",
-                  build=lambda group: instantiate(cfg, group))
-        try:
-            summary = parts.task.run(parts, job)[0].as_json()
-        finally:
-            parts.close()
-        text = (Path(tmp) / "samples.jsonl").read_text("utf-8")
-    return EvaluationResult(summary, [json.loads(line) for line in text.splitlines()])
+        k: v for k, v in chosen.items() if k in ("dataset", "retriever", "tracking")}}
+    return run_in_process(args, metric, choices, "test", refuse_shards=(
+        "run.shards: a test scores in its own process; set run.shards=1"))
 
 
 def merged(*lists: Sequence[str]) -> list[str]:

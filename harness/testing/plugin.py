@@ -105,7 +105,7 @@ class HarnessEval:
     def __init__(self, overrides: Sequence[str]) -> None:
         self.overrides = list(overrides)
 
-    def evaluate(self, samples: Sequence[Any], metric: str = "id_based", *,
+    def evaluate(self, samples: Sequence[Any], metric: str | Sequence[str] = "id_based", *,
                  overrides: Sequence[str] = (), fields: Mapping[str, str] | None = None,
                  ) -> EvaluationResult:
         """``harness.evaluate`` with the session's settings, no floors."""
@@ -115,7 +115,8 @@ class HarnessEval:
         return evaluate(samples, metric, overrides=merged(overrides, self.overrides),
                         fields=fields)
 
-    def assert_context_precision(self, samples: Sequence[Any], metric: str = "id_based", *,
+    def assert_context_precision(self, samples: Sequence[Any],
+                                 metric: str | Sequence[str] = "id_based", *,
                                  floors: Mapping[str, float], overrides: Sequence[str] = (),
                                  **kwargs: Any) -> EvaluationResult:
         """``harness.testing.assert_context_precision`` with the session's settings."""
@@ -159,6 +160,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     marker = item.get_closest_marker(MARKER)
     if marker is None:
         return
+    from harness.api import metric_choice
     from harness.testing.asserts import load_config
     from harness.testing.checks import WORST, checked_floors, judge
 
@@ -168,7 +170,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
         {**spec.get("floors", {}), **(kwargs.get("floors") or {})}, f"{path}: floors"))
     result = _guarded(lambda: _marked_run(item))
     worst = kwargs.get("worst")
-    judge(result, spec.get("metric", "id_based"), floors, item.nodeid,
+    judge(result, metric_choice(spec.get("metric", "id_based")), floors, item.nodeid,
           spec.get("worst", WORST) if worst is None else worst)
 
 

@@ -3,6 +3,7 @@ one run, with the rows and the numbers of one process (``harness.shards``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -141,8 +142,8 @@ def one_process(config: dict[str, Any], rows: Path) -> Tally:
     from harness.tasks.evaluate import plan as plan_run
     from harness.tasks.evaluate import score, timed_retriever
 
-    parts = build(OmegaConf.create(config))
-    parts.retriever = timed_retriever(parts)
+    built = build(OmegaConf.create(config))
+    parts = dataclasses.replace(built, retriever=timed_retriever(built))
     batches, _ = plan_run(parts)
     with open(rows, "w", encoding="utf-8") as sink:
         return score(parts, batches, sink)
