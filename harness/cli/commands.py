@@ -1,4 +1,4 @@
-"""The one ``harness`` command: ``harness compare|report|cache ...`` runs that command (its
+"""The one ``harness`` command: ``harness compare|report|cache|label ...`` runs that command (its
 first word picks it), anything else is the Hydra app (``harness metric=id_based``).
 
 A Hydra override always holds ``=`` or starts with ``-``, ``+`` or ``~``, so a bare first
@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("harness.cli.report",
                "write (again) the report.html of a run, a sweep or an MLflow run"),
     "cache": ("harness.cli.cache", "inspect and prune the judge's verdict cache"),
+    "label": ("harness.cli.label",
+              "draw the samples to label from a finished run; write their sheet"),
 }
 
 #: The release that drops the old command forms (``harness-compare``, ``harness-cache``,
