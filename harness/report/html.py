@@ -13,6 +13,7 @@ from typing import Any
 from harness.core.redact import redact_tree
 from harness.core.summary import RunSummary
 from harness.core.text import clip
+from harness.report import confidence
 from harness.report.templates import RUN, SCRIPT, STYLE
 from harness.run.timing import latency_line
 
@@ -64,6 +65,7 @@ def run_html(
                   f" · report written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"),
         facts=facts(summary),
         variants=variant_sections(summary),
+        confidence=confidence_html(summary),
         plots=shown,
         no_plots=NO_PLOTS.format(dir=summary.output_dir or "RUN_DIR"),
         rows_note=note,
@@ -71,6 +73,13 @@ def run_html(
         rows_json=script_json(views),
         page_size=PAGE_SIZE,
     )
+
+
+def confidence_html(summary: RunSummary) -> str:
+    """The "How sure is this number?" section: one part per variant with a ``confidence``
+    block, rendered (escaped) on its own; ``""`` when the summary has none."""
+    shown = confidence.sections(summary)
+    return render(confidence.TEMPLATE, sections=shown) if shown else ""
 
 
 #: Samples drawn per page of the report (the rest wait in the page's data, not the DOM).

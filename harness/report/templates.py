@@ -53,6 +53,11 @@ ol.chunks { margin: 0; padding-left: 0; list-style: none; }
 h3 { font-size: 1rem; margin: 1.2rem 0 .2rem; }
 .sample .variant { font-variant-numeric: tabular-nums; border: 1px solid #d6d6d6;
   border-radius: 3px; padding: 0 .35rem; font-size: .9em; }
+.conf-body { display: flex; flex-wrap: wrap; gap: .5rem 2rem; align-items: flex-start; }
+.conf-note { border-left: 6px solid #E69F00; background: #fdf3df; padding: .35rem .6rem; }
+.swatch { display: inline-block; width: .8em; height: .8em; margin-right: .4rem;
+  border-radius: 2px; } .says { font-weight: 400; font-size: .85em; white-space: normal; }
+h4 { font-size: .95rem; margin: 1rem 0 .2rem; } .conf-plot { max-width: 100%; height: auto; }
 """
 
 SCRIPT = """
@@ -214,7 +219,7 @@ first one's.</p>
 <tr><th>precision</th>{% for _, p in v.by_rank %}<td class="num">{{ p }}</td>{% endfor %}</tr>
 </table>{% endif %}
 {% endfor %}{% endif %}
-<h2 id="plots">Plots</h2>
+{{ confidence|safe }}<h2 id="plots">Plots</h2>
 {% if plots %}<div class="plots">
 {% for name, alt, uri in plots %}<figure><img src="{{ uri }}" alt="{{ alt }}" title="{{ name }}">
 </figure>
