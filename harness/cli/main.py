@@ -177,11 +177,11 @@ def main() -> None:
     What Hydra would print as a traceback before a job starts (a YAML error in a config
     file, a refused callback or logging factory) is one line (``cli.failures``); an
     interruption outside a job, one line and 128 + the signal's number."""
+    from harness.cli.prewarm import discard
     from harness.cli.signals import exiting, signal_number
     from harness.cli.stderr import flat_line, hold_stderr, usage_line
     from harness.config.hints import ComposeError, suggest
     from harness.core.errors import ConfigError
-    from harness.cli.prewarm import discard
 
     args = sys.argv[1:]
     try:

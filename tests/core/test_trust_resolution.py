@@ -204,8 +204,13 @@ def test_user_code_at_call_time(pkg: str) -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     # without the command's handlers a KeyboardInterrupt may be a real Ctrl-C: it goes on
-    with pytest.raises(KeyboardInterrupt), user_code("x", "calling y"):
-        raise KeyboardInterrupt
+    # (set here: an earlier test in the same worker may have left another handler)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), user_code("x", "calling y"):
+            raise KeyboardInterrupt
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # -- through the command line: every path from a config to a callable ------------------------
