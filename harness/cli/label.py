@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None, prog: str = "harness label") -> int:
 
 def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
     """Check the run folder, write the sheet and say what to do next; the exit code."""
-    from harness.confidence.sheet import label_sheet
+    from harness.confidence.sheet import DRAW, SHEET_CSV, SHEET_JSONL, label_sheet
 
     if not run_dir.is_dir():
         what = "is a file" if run_dir.exists() else "does not exist"
@@ -96,7 +96,15 @@ def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
     folder = run_dir / DEFAULT_OUT if out is None else Path(out).expanduser()
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"label: --out {folder} is a file; name a folder for the sheet")
-    paths = label_sheet(run_dir, n, seed, folder)
+    ours = [folder / name for name in (SHEET_CSV, SHEET_JSONL, DRAW)]
+    before = {p for p in ours if p.exists()}  # label_sheet refuses when there is one
+    try:
+        paths = label_sheet(run_dir, n, seed, folder)
+    except BaseException:  # Ctrl-C or a failed write mid-sheet: no half sheet is left
+        for path in ours:
+            if path not in before:
+                path.unlink(missing_ok=True)
+        raise
     record = json.loads(paths["draw"].read_text("utf-8"))
     print(f"drew {n} of {record['population']} samples (seed {seed}): "
           f"{record['chunks']} chunks to label")
