@@ -173,19 +173,6 @@ def sample_metrics(
     return out
 
 
-def mean_metrics(
-    samples: Sequence[RagSample], ks: Sequence[int] = (1, 10, 100), min_grade: float = 1
-) -> dict[str, float]:
-    """The mean of ``sample_metrics`` over samples (each query weighs the same, as in BEIR)."""
-    if not samples:
-        return {}
-    totals: dict[str, float] = {}
-    for sample in samples:
-        for name, value in sample_metrics(sample, ks, min_grade).items():
-            totals[name] = totals.get(name, 0.0) + value
-    return {name: total / len(samples) for name, total in totals.items()}
-
-
 def at_cutoffs(
     retrieved: Sequence[str], grades: Mapping[str, float], ks: Sequence[int], min_grade: float = 1
 ) -> dict[str, float]:

@@ -19,7 +19,6 @@ import pytest
 
 from harness.core.types import RagSample
 from harness.metrics.retrieval import (
-    mean_metrics,
     mrr,
     ndcg_at_k,
     precision_at_k,
@@ -321,9 +320,6 @@ def test_sample_helpers() -> None:
     assert sample_grades(plain) == {"x": 1.0}
     m = sample_metrics(graded, ks=(1, 10))
     assert m["recall@1"] == 0.0 and m["recall@10"] == 1.0 and m["mrr"] == 0.5
-    means = mean_metrics([graded, plain], ks=(1,))
-    assert means["recall@1"] == 0.5 and means["mrr"] == 0.75
-    assert mean_metrics([]) == {}
 
 
 def test_one_pass_version_equals_the_metric_functions_bit_for_bit() -> None:

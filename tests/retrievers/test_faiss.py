@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers.paths import CONF, TEST_DATA, shared_data
+from helpers.retrieval_means import mean_metrics
 
 from harness.core.errors import ConfigError
 from harness.core.types import RagSample
 from harness.datasets.beir.dataset import BeirDataset
-from harness.metrics.retrieval import mean_metrics
 from harness.retrievers import index_cache
 
 SCIFACT = shared_data("beir_scifact")

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.paths import CONF, ROOT, TEST_DATA, shared_data
+from helpers.retrieval_means import mean_metrics
 
 from harness.core.errors import ComponentFailed, ConfigError
 from harness.core.types import Chunk, Corpus, Document, Hit, RagSample
 from harness.datasets.beir.dataset import BeirDataset
-from harness.metrics.retrieval import mean_metrics
 from harness.retrievers import index_cache
 from harness.retrievers.bm25 import BM25
 from harness.retrievers.chunking import check_chunking, chunk_documents, doc_id_of, split_text
