@@ -97,13 +97,16 @@ def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"label: --out {folder} is a file; name a folder for the sheet")
     ours = [folder / name for name in (SHEET_CSV, SHEET_JSONL, DRAW)]
-    before = {p for p in ours if p.exists()}  # label_sheet refuses when there is one
+    before = {p for p in ours if p.exists() or p.is_symlink()}  # never ours to remove
+    new_folder = not folder.exists()
     try:
         paths = label_sheet(run_dir, n, seed, folder)
     except BaseException:  # Ctrl-C or a failed write mid-sheet: no half sheet is left
         for path in ours:
             if path not in before:
                 path.unlink(missing_ok=True)
+        if new_folder and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
         raise
     record = json.loads(paths["draw"].read_text("utf-8"))
     print(f"drew {n} of {record['population']} samples (seed {seed}): "
