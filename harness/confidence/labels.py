@@ -53,11 +53,13 @@ class Label:
 
 @dataclass(frozen=True)
 class LabelFile:
-    """What a labels file holds: its labels, and how many rows had no verdict yet."""
+    """What a labels file holds: its labels, how many rows had no verdict yet, and how many
+    were not read as labels (human feedback on MLflow traces that fits no shape)."""
 
     path: str
     labels: tuple[Label, ...]
     blank: int
+    skipped: int = 0
 
 
 def read_labels(path: str | os.PathLike[str], min_grade: float = 1.0) -> LabelFile:
