@@ -9,12 +9,17 @@ so an objective, a gate and a compared metric accept and refuse the same names.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 #: The run's own numbers (``summary.json``'s headline; ``retrieval_depth`` with ids).
 RUN_METRICS = ("mean", "success_rate", "n_samples", "n_scored", "n_unscored", "duration_s",
                "retrieval_depth")
 #: What each variant of a run of several logs, as ``<variant>/<name>``.
 VARIANT_METRICS = ("mean", "n_scored", "n_unscored", "success_rate")
+#: What a run with human labels logs per variant that has a ``confidence`` block (issue 33):
+#: the PPI++ mean, its interval's bounds and the judge's kappa against the labels; plain for
+#: a run of one variant, ``<variant>/<name>`` for several.
+CONFIDENCE_METRICS = ("ppi_mean", "ci_low", "ci_high", "kappa")
 #: The retrieval metrics logged at each cut-off k of ``run.retrieval_ks``, as
 #: ``<name>_at_<k>`` (and ``mrr``, at no cut-off).
 CUTOFF_METRICS = ("recall", "ndcg", "precision", "hit_rate", "map")
@@ -38,16 +43,38 @@ def retrieval_names(ks: Sequence[int]) -> list[str]:
     return [f"{m}_at_{k}" for k in ks for m in CUTOFF_METRICS] + ["mrr"]
 
 
-def logged_names(ks: Sequence[int], variants: Sequence[str] = ()) -> list[str]:
+def logged_names(ks: Sequence[int], variants: Sequence[str] = (), labelled: bool = False
+                 ) -> list[str]:
     """Every metric name a run with cut-offs ``ks`` may log, beside the open families
-    (``variants``: those of a run of several, each logging ``<variant>/mean`` and the like)."""
+    (``variants``: those of a run of several, each logging ``<variant>/mean`` and the like;
+    ``labelled``: a run with ``run.human_labels``, which logs ``ppi_mean`` and the like)."""
     return [*RUN_METRICS, *(f"{v}/{k}" for v in variants for k in VARIANT_METRICS),
-            *retrieval_names(ks), *TIMING_METRICS]
+            *retrieval_names(ks), *TIMING_METRICS,
+            *(confidence_names(variants) if labelled else ())]
+
+
+def confidence_names(variants: Sequence[str] = ()) -> list[str]:
+    """The confidence metrics a run with human labels may log: plain for one variant,
+    ``<variant>/ppi_mean`` and the like for each of several."""
+    if variants:
+        return [f"{v}/{k}" for v in variants for k in CONFIDENCE_METRICS]
+    return list(CONFIDENCE_METRICS)
+
+
+def confidence_metrics(block: dict[str, Any] | None, prefix: str = "") -> dict[str, float | None]:
+    """The logged numbers of one ``confidence`` block (``{}`` for none)."""
+    if not block:
+        return {}
+    low, high = block["ci"]
+    kappa = (block.get("judge_agreement") or {}).get("kappa")
+    values = (block["mean"], low, high, kappa)
+    return {f"{prefix}{k}": v for k, v in zip(CONFIDENCE_METRICS, values, strict=True)}
 
 
 def is_logged(name: str, ks: Sequence[int], variants: Sequence[str] = ()) -> bool:
-    """Whether a run with cut-offs ``ks`` (and ``variants``) may log ``name``."""
-    return name.startswith(OPEN_PREFIXES) or name in logged_names(ks, variants)
+    """Whether a run with cut-offs ``ks`` (and ``variants``) may log ``name`` (with human
+    labels: a run without them is told so by ``harness.core.settings.check_labels``)."""
+    return name.startswith(OPEN_PREFIXES) or name in logged_names(ks, variants, labelled=True)
 
 
 def is_retrieval(name: str) -> bool:

@@ -60,6 +60,17 @@ class RunSettings:
             judge-free metrics only.
         shard_backend: Where the shards run: ``processes`` (local worker processes) or
             ``ray`` (actors on the Ray cluster ``ray.init()`` finds, e.g. ``RAY_ADDRESS``).
+        human_labels: Human relevance labels, for an interval that accounts for the judge's
+            errors (PPI++, ``confidence`` in the summary): a JSON-lines or CSV file (one row
+            per chunk: ``id``, ``context_id``/``rank``/``context``, ``relevant`` or
+            ``grade``; relative to the working folder), ``qrels`` (the dataset's own
+            reference ids and grades, for a seeded random draw of ``human_label_samples``
+            samples) or ``mlflow`` (human feedback on the traces of
+            ``dataset=mlflow_traces``); null: none. Variants that score by average precision
+            get a block (every LLM variant, ``id_ranked``, ``non_llm``); not with shards.
+        human_label_samples: With ``human_labels=qrels``: how many samples to draw (seed
+            ``run.seed``), at least 2.
+        confidence_level: The level of the confidence intervals, between 0 and 1.
     """
 
     seed: int = 0
@@ -83,10 +94,50 @@ class RunSettings:
     retrieval_batch_size: Annotated[int, Range(ge=1)] = 1
     shards: Annotated[int, Range(ge=1)] = 1
     shard_backend: Literal["processes", "ray"] = "processes"
+    human_labels: str | None = None
+    human_label_samples: Annotated[int, Range(ge=2)] | None = None
+    confidence_level: Annotated[float, Range(gt=0, lt=1)] = 0.95
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         check_call("run", type(self), values)  # the Python API; config checked it before
+        check_labels(self)
+
+
+#: ``run.human_labels`` values that are not files.
+QRELS, MLFLOW = "qrels", "mlflow"
+
+
+def check_labels(run: RunSettings) -> None:
+    """``run.human_labels`` and what goes with it: ``qrels`` needs ``human_label_samples``;
+    shards cannot label; a gate or an objective naming a confidence metric (``ci_low``)
+    needs labels. A ``ConfigError`` of one line, before any work."""
+    from harness.core.errors import ConfigError
+    from harness.core.metric_names import CONFIDENCE_METRICS
+    from harness.core.objectives import parse
+
+    labels = run.human_labels
+    if labels == QRELS and run.human_label_samples is None:
+        raise ConfigError("run.human_label_samples: run.human_labels=qrels draws that many "
+                          "samples to label from the dataset's qrels; set it, e.g. "
+                          "run.human_label_samples=150")
+    if labels is not None and not labels.strip():
+        raise ConfigError("run.human_labels: expected a labels file, qrels or mlflow, got ''")
+    if labels is not None and run.shards > 1:
+        raise ConfigError("run.human_labels: shards do not carry the labelled chunks; "
+                          "set run.shards=1 for a run with human labels")
+    if labels is not None:
+        return
+    try:
+        named = [("run.objective", o.name) for o in parse(run.objective)]
+    except ConfigError:
+        named = []  # a malformed objective: the builder names it (check_objective)
+    if isinstance(run.fail_under, dict):
+        named += [("run.fail_under", str(k).removeprefix("-")) for k in run.fail_under]
+    for where, name in named:
+        if name.rpartition("/")[2] in CONFIDENCE_METRICS:
+            raise ConfigError(f"{where}: {name!r} is logged only by a run with human labels; "
+                              "set run.human_labels=FILE (or qrels, or mlflow)")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.core.described import retriever_metrics
-from harness.core.metric_names import TIMING_METRICS, VARIANT_METRICS
+from harness.core.metric_names import TIMING_METRICS, VARIANT_METRICS, confidence_metrics
 
 
 class Summary(Protocol):
@@ -79,8 +79,11 @@ def judge_tags(judge: Mapping[str, Any] | None) -> dict[str, str]:
 def variant_metrics(variants: Mapping[str, Any] | None) -> dict[str, float | None]:
     """``<variant>/mean``, ``/n_scored``, ``/n_unscored`` and ``/success_rate`` of each
     variant of a run of several (``{}`` for one)."""
-    return {f"{name}/{key}": numbers.get(key) for name, numbers in (variants or {}).items()
-            for key in VARIANT_METRICS}
+    metrics = {f"{name}/{key}": numbers.get(key) for name, numbers in (variants or {}).items()
+               for key in VARIANT_METRICS}
+    for name, numbers in (variants or {}).items():
+        metrics.update(confidence_metrics(numbers.get("confidence"), f"{name}/"))
+    return metrics
 
 
 #: A section ``summary.json`` holds only when it applies (``None``: not written).
@@ -105,6 +108,10 @@ class RunSummary:
     #: reasons, success rate and precision by rank, by name in the order listed (the
     #: headline numbers above are the first one's); ``None`` for a run of one variant.
     variants: Section = None
+    #: With ``run.human_labels``, a run of one variant: the PPI++ mean and interval beside
+    #: the labels-only and judge-only ones (``harness.confidence.ppi``); several variants
+    #: have theirs under ``variants.<name>.confidence``.
+    confidence: Section = None
     retrieval: Section = None  # recall/ndcg at the cut-offs, mrr, n_queries
     retrieval_cutoffs: Section = None  # the retrieval's depth and the cut-offs above it
     options: dict[str, str] = field(default_factory=dict)  # the option chosen per group
@@ -173,7 +180,8 @@ class RunSummary:
         return params
 
     def metrics(self) -> dict[str, float | None]:
-        """The headline numbers, each variant's (``<variant>/mean``), judge traffic,
+        """The headline numbers, each variant's (``<variant>/mean``), the confidence block's
+        (``ppi_mean``, ``ci_low``, ``ci_high``, ``kappa``), judge traffic,
         retrieval metrics, timing, the retriever's own numbers (``retriever/<name>``) and the
         retrieval's depth."""
         metrics: dict[str, float | None] = {
@@ -182,6 +190,7 @@ class RunSummary:
             "success_rate": self.success,
         }
         metrics.update(variant_metrics(self.variants))
+        metrics.update(confidence_metrics(self.confidence))
         metrics.update({f"judge/{k}": v for k, v in self.judge_stats.items()})
         metrics.update({k: v for k, v in (self.retrieval or {}).items() if k != "n_queries"})
         metrics.update({k: self.timing[k] for k in TIMING_METRICS if k in self.timing})

@@ -16,6 +16,7 @@ from harness.core.secrets import reveal
 from harness.core.settings import Job
 from harness.core.summary import RunSummary
 from harness.core.types import TrackedRun
+from harness.report.confidence_lines import confidence_rows
 from harness.run.timing import latency_line
 
 
@@ -191,6 +192,7 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
         rows.append(("success rate", f"{summary.success:.1%}"))
     rows += [("warning", line) for line in data_warnings(summary.dataset)]
     rows += variant_rows(summary.variants)
+    rows += confidence_rows(summary)
     retrieval = summary.retrieval
     if retrieval:
         rows.append((

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.core.errors import ConfigError, closest
-from harness.core.metric_names import OPEN_PREFIXES, logged_names
+from harness.core.metric_names import CONFIDENCE_METRICS, OPEN_PREFIXES, logged_names
 from harness.core.protocols import Parts
 from harness.core.settings import Job, RunSettings
 from harness.run.loop import Scores, Tally
@@ -26,8 +26,9 @@ FailUnder = float | Mapping[str, float] | None
 
 def gate_names(run: RunSettings, variants: Sequence[str] = ()) -> list[str]:
     """Every metric name a gate may name in a run with these settings (``variants``: those
-    of a run of several, whose ``<variant>/mean`` and the like it logs): the catalogue's."""
-    return logged_names(run.retrieval_ks, variants)
+    of a run of several, whose ``<variant>/mean`` and the like it logs; with human labels,
+    ``ci_low`` and the like): the catalogue's."""
+    return logged_names(run.retrieval_ks, variants, labelled=run.human_labels is not None)
 
 
 def floors(threshold: FailUnder) -> dict[str, float]:
@@ -126,6 +127,10 @@ def _missed(values: Mapping[str, float | None], name: str, bound: float) -> str 
 def _why_absent(values: Mapping[str, float | None], metric: str) -> str:
     if metric == "mean":
         return " (nothing was scored)"
+    if metric.rpartition("/")[2] == "kappa":
+        return " (the judge's kappa is undefined: a rater gave one class only)"
+    if metric.rpartition("/")[2] in CONFIDENCE_METRICS:
+        return " (its variant has no confidence block: it does not score by average precision)"
     cut = re.fullmatch(r"[a-z_]+_at_(\d+)", metric)
     depth = values.get("retrieval_depth")
     if cut and depth is not None and int(cut.group(1)) > depth:

@@ -79,6 +79,7 @@ def evaluate(
     variants: Sequence[str] = (),
     documents: CorpusTexts | None = None,
     max_reasons: int = MAX_REASONS,
+    observe: Callable[[RagSample, dict[str, Any]], None] | None = None,
 ) -> Tally:
     """Score every batch with ``metric``, writing one JSON row per sample to ``sink``.
 
@@ -102,6 +103,8 @@ def evaluate(
             a row lists as missed (``harness.run.missed``).
         max_reasons: Distinct unscored reasons counted (per variant); the rest are counted
             as ``(other reasons)``.
+        observe: Called with each sample and its row before the row is written (human
+            labels: ``harness.run.confidence.HumanLabels.observe`` adds to the row).
 
     Returns:
         The tally: counts, scores and unscored reasons.
@@ -126,6 +129,8 @@ def evaluate(
             result.error = redact(result.error)
         row = explain_low_scores(explained(result.to_row(), sample, row_text_chars), sample,
                                  row_text_chars, min_grade, documents)
+        if observe is not None:
+            observe(sample, row)
         tally.record(result, row)
         return json_line(row)
 

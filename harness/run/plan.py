@@ -106,16 +106,26 @@ def score(
 ) -> Tally:
     """Score ``batches`` with the run's metric and retrieval metrics; rows go to ``sink``
     (``variants``: the names of the variants it scores at once; default: a ``Panel``'s;
-    ``max_reasons``: distinct unscored reasons counted, ``Tally.max_reasons``)."""
+    ``max_reasons``: distinct unscored reasons counted, ``Tally.max_reasons``); with
+    ``run.human_labels``, the labelled rows get the human verdicts and the tally each
+    variant's ``confidence`` block (``harness.run.confidence``)."""
+    from harness.run.confidence import human_labels
+
     min_grade = parts.settings.retrieval_min_grade
     if min_grade is None:
         min_grade = parts.dataset.min_grade
-    return evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks, min_grade,
-                    row_text_chars=parts.settings.row_text_chars,
-                    beyond_depth=parts.settings.retrieval_beyond_depth or
-                    [o.name for o in parse_objective(parts.settings.objective)],
-                    variants=variant_names(parts.metric) if variants is None else variants,
-                    documents=CorpusTexts(parts.dataset.corpus), max_reasons=max_reasons)
+    names = variant_names(parts.metric) if variants is None else variants
+    labels = human_labels(parts, names)  # read (and checked) before the first sample
+    tally = evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks,
+                     min_grade, row_text_chars=parts.settings.row_text_chars,
+                     beyond_depth=parts.settings.retrieval_beyond_depth or
+                     [o.name for o in parse_objective(parts.settings.objective)],
+                     variants=names, documents=CorpusTexts(parts.dataset.corpus),
+                     max_reasons=max_reasons,
+                     observe=None if labels is None else labels.observe)
+    if labels is not None:
+        labels.finish(tally)
+    return tally
 
 
 def variant_names(metric: object) -> tuple[str, ...]:

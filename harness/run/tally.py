@@ -42,6 +42,8 @@ class Scores:
     #: Distinct unscored reasons counted; later ones go under ``(other reasons)`` (a shard's
     #: worker counts every one: the parent caps the merged ones).
     max_reasons: int = MAX_REASONS
+    #: With ``run.human_labels``: the variant's ``confidence`` block (``harness.run.confidence``).
+    confidence: dict[str, Any] | None = None
 
     @property
     def n_scored(self) -> int:
@@ -102,6 +104,8 @@ class Scores:
         if self.successes is not None:
             out["success_rate"] = self.success_rate
         out["precision_by_rank"] = self.by_rank()
+        if self.confidence is not None:
+            out["confidence"] = self.confidence
         return out
 
 
@@ -184,6 +188,8 @@ class Tally(Scores):
         if self.n_retrieval:
             extra.update(retrieval_summary(self.retrieval, self.n_retrieval, self.retrieval_ks,
                                            self.retrieval_depth, self.beyond_depth))
+        if self.confidence is not None:
+            extra["confidence"] = self.confidence
         return {
             "metric": self.metric,
             "mean": self.mean,

@@ -1,0 +1,54 @@
+"""The console's lines of a run with human labels (``run.human_labels``, issue 33): each
+variant's PPI++ mean and interval, the note on how the labelled samples were chosen, and the
+labels that did not fit the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.confidence.ppi import NOT_DRAWN
+from harness.core.summary import RunSummary
+
+
+def confidence_rows(summary: RunSummary) -> list[tuple[str, str]]:
+    """With human labels: one row per variant with a ``confidence`` block (``mean 0.527
+    [0.48, 0.57] (PPI++, 150 of 600 labelled; judge alone 0.669; kappa 0.55)``), a variant
+    the labels cannot score, the note when the labels are not a recorded random draw, and
+    the labels for samples or chunks the run does not have."""
+    several = bool(summary.variants)
+    named = [(n, v.get("confidence")) for n, v in (summary.variants or {}).items()] if (
+        several) else [(summary.metric, summary.confidence)]
+    if all(block is None for _, block in named):
+        return []
+    rows: list[tuple[str, str]] = []
+    for name, block in named:
+        lead = f"{name}: " if several else ""
+        if block is None:
+            rows.append(("confidence", f"{lead}no interval: it does not score by average "
+                                       "precision over the ranked chunks"))
+            continue
+        low, high = block["ci"]
+        kappa = (block.get("judge_agreement") or {}).get("kappa")
+        rows.append(("confidence", (
+            f"{lead}mean {block['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++, "
+            f"{block['n_labelled']} of {block['n']} labelled; judge alone "
+            f"{block['judge_mean']:.3f}; kappa {'n/a' if kappa is None else f'{kappa:.2f}'})")))
+    first = next(block for _, block in named if block is not None)
+    if first.get("note"):
+        note = first["note"]
+        rows.append(("note", "the labelled samples are not a recorded random draw: the "
+                             "interval assumes they are one" if note == NOT_DRAWN else note))
+    rows += [("labels", line) for line in unmatched(first.get("labels") or {})]
+    return rows
+
+
+def unmatched(counts: dict[str, Any]) -> list[str]:
+    """The labels that did not fit the run, said aloud with their counts."""
+    parts = [f"{counts[key]:,} {what}" for key, what in (
+        ("unknown_samples", "for samples this run does not have"),
+        ("unknown_chunks", "for chunks their sample did not retrieve"),
+        ("partially_labelled_samples", "samples labelled in part (left out)"),
+    ) if counts.get(key)]
+    if not parts:
+        return []
+    return [f"{counts.get('label_rows', 0):,} label rows: " + "; ".join(parts)]

@@ -1,0 +1,218 @@
+"""Human labels in a run (``run.human_labels``, issue 33): read before scoring, tied to each
+sample's chunks as it is scored (the whole texts, not the rows' cut ones), and turned into
+each variant's ``confidence`` block once every sample is scored.
+
+The labels come from a file (``harness.confidence.labels``), from the dataset's own qrels
+for a seeded uniform draw of ``run.human_label_samples`` samples (``qrels``: a chunk the
+qrels do not name is not relevant; grades from the dataset's ``min_grade``), or from the
+human feedback on MLflow traces (``mlflow``: ``harness.confidence.traces``). A labelled
+sample's row gets ``human_verdicts`` (rank order) and, beside each variant's ``score``, its
+``human_score``.
+
+Which variants get a block: those that score by average precision over the ranked chunks
+(every LLM variant, ``id_ranked``, ``non_llm``), the judge-free ones included: their
+"judge" is the id or string match, and the block says how far the labels move its mean.
+``id_based`` (set precision, duplicates collapsed) gets none.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.confidence.labels import Label, LabelFile, read_labels
+from harness.confidence.match import Judged, Matched, RunSample, judged, match
+from harness.confidence.ppi import NOT_DRAWN, human_score, variant_confidence
+from harness.confidence.sheet import drawn_as_recorded, read_draw
+from harness.core.errors import ConfigError
+from harness.core.protocols import Parts
+from harness.core.settings import MLFLOW, QRELS
+from harness.core.types import RagSample
+from harness.metrics.panel import Panel
+from harness.run.tally import Tally
+
+Scorer = Callable[[Sequence[int]], float]
+
+
+def scorer(metric: object) -> Scorer | None:
+    """How a variant scores a sample's human verdicts: average precision with its ``eps``;
+    ``None`` for a variant that scores otherwise (``id_based``'s set precision)."""
+    if getattr(metric, "aggregate", "average_precision") != "average_precision":
+        return None
+    eps = getattr(metric, "eps", None)
+    if isinstance(eps, bool) or not isinstance(eps, int | float):
+        return None
+    return human_score(float(eps))
+
+
+def put_after(entry: dict[str, Any], after: str, key: str, value: Any) -> None:
+    """Set ``entry[key]`` right after ``after`` (at the end when ``after`` is absent)."""
+    items = [(k, v) for k, v in entry.items() if k != key]
+    entry.clear()
+    for k, v in items:
+        entry[k] = v
+        if k == after:
+            entry[key] = value
+    entry[key] = value
+
+
+@dataclass
+class HumanLabels:
+    """A run's human labels, and what it collects while it scores.
+
+    Args:
+        source: Where the labels come from, as the block says it.
+        scorers: Per variant (``None``: a run of one), its ``scorer``.
+        level: ``run.confidence_level``.
+        labels: The file's labels by sample id (a file or MLflow).
+        file: The labels file (``None``: the qrels).
+        drawn: The qrels' drawn sample ids, and the draw's record.
+        min_grade: The dataset's, for the qrels' grades.
+    """
+
+    source: str
+    scorers: dict[str | None, Scorer | None]
+    level: float
+    labels: dict[str, list[Label]] = field(default_factory=dict)
+    file: LabelFile | None = None
+    drawn: set[str] = field(default_factory=set)
+    draw: dict[str, Any] | None = None
+    min_grade: float = 1.0
+    verdicts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    judged: dict[str | None, list[Judged]] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    counts: Matched = field(default_factory=Matched)
+
+    def human_verdicts(self, sample: RagSample) -> tuple[int, ...] | None:
+        """The sample's human verdicts in rank order, when every chunk of it has one."""
+        ids = tuple(sample.retrieved_context_ids or ())
+        if self.file is None:
+            if sample.id not in self.drawn:
+                return None
+            self.seen.add(sample.id)
+            refs, grades = sample.reference_context_ids or (), sample.reference_context_grades
+            relevant = {r for i, r in enumerate(refs)
+                        if grades is None or grades[i] >= self.min_grade}
+            self.counts.rows += len(ids)
+            self.counts.used += len(ids)
+            return tuple(int(i in relevant) for i in ids)
+        mine = self.labels.get(sample.id)
+        if mine is None:
+            return None
+        self.seen.add(sample.id)
+        chunks = RunSample(sample.id, ids, tuple(sample.retrieved_contexts or ()))
+        got = match(LabelFile(self.file.path, tuple(mine), 0), [chunks])
+        self.counts.used += got.used
+        self.counts.unknown_chunks += got.unknown_chunks
+        self.counts.partial_samples += got.partial_samples
+        return got.verdicts.get(sample.id)
+
+    def observe(self, sample: RagSample, row: dict[str, Any]) -> None:
+        """Note one scored sample: its row gets the human verdicts and each variant's human
+        score; each variant's score (and, when labelled, its verdicts) is kept."""
+        verdicts = self.human_verdicts(sample)
+        if verdicts is not None:
+            self.verdicts[sample.id] = verdicts
+            put_after(row, "verdicts", "human_verdicts", list(verdicts))
+        for name, score in self.scorers.items():
+            got = judged(row, name)
+            kept = got if verdicts is not None else Judged(got.id, got.score)
+            self.judged.setdefault(name, []).append(kept)
+            entry = row if name is None else (row.get("variants") or {}).get(name)
+            if verdicts is not None and score is not None and isinstance(entry, dict):
+                put_after(entry, "score", "human_score", score(verdicts))
+
+    def matched(self) -> Matched:
+        """The verdicts of the fully labelled samples with the counts of what did not fit."""
+        out = self.counts
+        out.verdicts = self.verdicts
+        if self.file is not None:
+            out.rows, out.blank = len(self.file.labels), self.file.blank
+            out.unknown_samples = sum(len(v) for k, v in self.labels.items()
+                                      if k not in self.seen)
+        return out
+
+    def finish(self, tally: Tally) -> None:
+        """Each variant's ``confidence`` block onto ``tally`` (a ``ConfigError`` when fewer
+        than 2 labelled samples were scored)."""
+        matched = self.matched()
+        if self.file is None:
+            random_draw, note = True, None
+        elif self.source == MLFLOW:
+            random_draw, note = False, NOT_DRAWN
+        else:
+            random_draw, note = drawn_as_recorded(list(matched.verdicts),
+                                                  read_draw(self.file.path))
+        for name, score in self.scorers.items():
+            if score is None:
+                continue
+            block = variant_confidence(self.judged.get(name, []), matched, score, self.level,
+                                       random_draw, note)
+            block["labels_source"] = self.source
+            if self.draw is not None:
+                block["draw"] = self.draw
+            target = tally if name is None else tally.variants[name]
+            target.confidence = block
+
+
+def human_labels(parts: Parts, variants: Sequence[str]) -> HumanLabels | None:
+    """The run's labels (``run.human_labels``), read before any sample is scored; ``None``
+    without. Bad labels are one ``DatasetError`` naming the file, line and field."""
+    run = parts.settings
+    if run.human_labels is None:
+        return None
+    members = parts.metric.members if isinstance(parts.metric, Panel) and variants else [
+        parts.metric]
+    keys: list[str | None] = list(variants) if variants else [None]
+    scorers = {k: scorer(m) for k, m in zip(keys, members, strict=True)}
+    if not any(scorers.values()):
+        raise ConfigError(
+            f"run.human_labels: metric {parts.metric.name} scores set precision, not average "
+            "precision over the ranked chunks: no interval; use metric=id_ranked or an LLM "
+            "variant")
+    min_grade = parts.dataset.min_grade
+    out = HumanLabels(run.human_labels, scorers, run.confidence_level, min_grade=min_grade)
+    if run.human_labels == QRELS:
+        out.drawn, out.draw, out.source = _qrels_draw(parts)
+        return out
+    if run.human_labels == MLFLOW:
+        out.file = _trace_labels(parts)
+    else:
+        out.file = read_labels(run.human_labels, min_grade)
+        out.source = out.file.path
+    for label in out.file.labels:
+        out.labels.setdefault(label.sample_id, []).append(label)
+    return out
+
+
+def _qrels_draw(parts: Parts) -> tuple[set[str], dict[str, Any], str]:
+    """The seeded uniform draw of ``run.human_label_samples`` of the samples that have
+    reference ids (``random.Random(run.seed).sample``, as ``harness label`` draws)."""
+    run = parts.settings
+    n = run.human_label_samples
+    assert n is not None  # RunSettings checked it
+    population = list(dict.fromkeys(
+        s.id for s in parts.dataset.samples(run.limit) if s.reference_context_ids is not None))
+    if n > len(population):
+        raise ConfigError(
+            f"run.human_label_samples: {n} samples asked for, but {len(population)} samples "
+            f"of {parts.dataset.source} have reference ids (qrels); ask for at most that many")
+    drawn = random.Random(run.seed).sample(population, n)
+    record = {"seed": run.seed, "n": n, "population": len(population), "drawn": drawn}
+    source = (f"qrels of {parts.dataset.source} (seed {run.seed}, {n} of "
+              f"{len(population)} samples drawn)")
+    return set(drawn), record, source
+
+
+def _trace_labels(parts: Parts) -> LabelFile:
+    """The human feedback on the traces of ``dataset=mlflow_traces``, as labels."""
+    try:
+        from harness.confidence.traces import trace_labels  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise ConfigError("run.human_labels=mlflow: this version cannot read human feedback "
+                          "on traces yet (harness.confidence.traces); export the labels to "
+                          "a file and set run.human_labels=FILE") from None
+    labels: LabelFile = trace_labels(parts.dataset)
+    return labels
