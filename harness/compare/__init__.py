@@ -7,9 +7,12 @@ mean; tests the two best runs, or candidate and baseline, on the queries both sc
 (paired sign-flip randomization test, and Wilcoxon when scipy is installed); plots; and
 logs the table and plots under ``compare/`` in the sweep's parent run.
 
+With human labels on the same samples of both runs (``human_score`` in ``samples.jsonl``)
+the paired difference is also estimated by PPI++, and the verdict uses that interval.
+
 The modules: ``stats`` (intervals, tests, ranking), ``pairing`` (naming runs, what may be
-paired, the gate), ``store`` (MLflow), ``render`` (table and plots), ``core``
-(``compare()``); its command line is ``harness.cli.compare``.
+paired, the gate), ``ppi_pair`` (the PPI++ difference), ``store`` (MLflow), ``render``
+(table and plots), ``core`` (``compare()``); its command line is ``harness.cli.compare``.
 """
 
 from harness.compare.core import COSMETIC, compare

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.compare import pareto as pareto_front
+from harness.compare import ppi_pair
 from harness.compare.pairing import (
     check_pair,
     gate,
@@ -127,6 +128,9 @@ def compare(
         stats = (bootstrap, confidence, seed)
         groups = ([_pair_group(runs, values, metric, stats, notes)] if baseline else
                   [_rank_group(g, values, metric, stats, top) for g in run_groups])
+        for g in groups:  # human labels in both runs: the PPI++ difference decides
+            if g["test"] is not None:
+                ppi_pair.attach(g["test"], c, runs, values, metric, out, confidence, g["notes"])
         if baseline and metric == "mean":
             groups[0]["variants"] = per_variant(c, runs, out, stats, groups[0]["notes"])
         groups[0]["notes"] += front_notes

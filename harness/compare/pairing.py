@@ -4,7 +4,7 @@ string), the groups a ranking is split into (dataset, metric), and the CI gate."
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.errors import ConfigError, closest
@@ -132,6 +132,18 @@ def check_pair(base: Any, cand: Any, metric: str, force: bool) -> list[str]:
 
 #: The test the gate decides with, named in its line.
 GATE_TEST = "paired sign-flip test of the mean difference"
+#: ... and with human labels on the same samples of both runs (``ppi_pair``).
+PPI_TEST = "PPI++ test of the mean difference (normal), human labels in both runs"
+#: ``test["interval_used"]``: what the verdict decided with.
+PPI, BOOTSTRAP = "ppi++", "bootstrap"
+
+
+def decided(test: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What a verdict on ``test`` decides with: its ``ppi`` (``ppi_pair.paired_ppi``) when
+    human labels allowed it, else the test itself (the judge's mean difference and the
+    sign-flip p-value)."""
+    ppi = test.get("ppi")
+    return ppi if test.get("interval_used") == PPI and isinstance(ppi, Mapping) else test
 
 
 def gate(
@@ -146,21 +158,28 @@ def gate(
     Wilcoxon's signed-rank test is printed beside it for reference only: it tests ranks,
     and disagrees with the mean when a few large changes outweigh many small ones. A
     candidate is worse when its mean paired difference is below ``-min_delta`` with
-    p < ``alpha``; with several comparisons the p-values are Holm-adjusted first.
+    p < ``alpha``; with several comparisons the p-values are Holm-adjusted first. When
+    both runs have human labels on the same samples, the PPI++ mean difference and its
+    normal p-value (below ``alpha`` exactly when its ``1 - alpha`` interval leaves out 0)
+    stand in for the judge's (``decided``), and the line says so.
     """
     from harness.compare.stats import holm
 
     listed = [tests] if isinstance(tests, dict) else list(tests)
-    adjusted = holm([t["p_value"] for t in listed])
+    adjusted = holm([decided(t)["p_value"] for t in listed])
     floor = f"-{min_delta:g}" if min_delta else "0"
     holm_note = f"; Holm-adjusted over {len(listed)} comparisons" if len(listed) > 1 else ""
     verdicts = []
     for test, p in zip(listed, adjusted, strict=True):
-        d = test["mean_diff"]
+        used = decided(test)
+        d, ppi = used["mean_diff"], used is not test
         worse = d < -min_delta and p < alpha
         who = "candidate" if len(listed) == 1 else f"candidate {test['run_a']['name']}"
+        how = (f"{PPI_TEST}, {used['n_labelled']} of {used['n_pairs']} pairs labelled, "
+               f"{used['level']:.0%} interval [{used['ci'][0]:+.4f}, {used['ci'][1]:+.4f}]"
+               if ppi else f"{GATE_TEST}, {test['p_method']}")
         verdicts.append((worse, f"{who} - baseline = {d:+.4f} on {test['n_pairs']} pairs, "
-                                f"p = {p:.4g} ({GATE_TEST}, {test['p_method']}{holm_note}); "
+                                f"p = {p:.4g} ({how}{holm_note}); "
                                 f"fails when below {floor} with p < {alpha:g}"))
     failed = any(w for w, _ in verdicts)
     head = "gate FAILED: the candidate is worse" if failed else "gate passed"

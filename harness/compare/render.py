@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.compare.pairing import PPI
+from harness.compare.ppi_pair import ppi_lines
+
 TOP_K = "retriever.top_k"
 
 
@@ -44,8 +47,9 @@ def _group(result: dict[str, Any], group: dict[str, Any]) -> str:
             lines += [f"  mean difference  {_fmt(t['mean_diff'], True)} ({a} - {b})  {pct} "
                       f"[{_fmt(t['ci'][0], True)}, {_fmt(t['ci'][1], True)}]",
                       f"  p (sign-flip, {t['p_method']})  {t['p_value']:.4f}    p (Wilcoxon)  {w}",
-                      "  the sign-flip test tests the mean difference (the gate's test); "
-                      "Wilcoxon tests signed ranks, for reference"]
+                      "  the sign-flip test tests the mean difference (the gate's test"
+                      f"{' without human labels' if t.get('interval_used') == PPI else ''}); "
+                      "Wilcoxon tests signed ranks, for reference", *ppi_lines(t, pct)]
     if group["notes"]:
         lines += ["", *(f"note: {n}" for n in group["notes"])]
     return "\n".join(lines) + "\n"

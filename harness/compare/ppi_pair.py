@@ -1,0 +1,140 @@
+"""The paired difference of two runs with human labels, by PPI++ (issue 33).
+
+The bootstrap interval and the sign-flip test of ``compare`` take the judge's scores as
+the truth: a judge lenient on one run's chunks only makes a difference that people would
+not see. When both runs have human labels on the same samples (``human_score`` beside the
+compared variant's ``score`` in ``samples.jsonl``), the difference is estimated as a PPI++
+mean (``harness.confidence.ppi.ppi_mean_ci``, power-tuned): per sample ``d = score_a -
+score_b`` by the judge on every sample both scored, and by people on those labelled in
+both; the interval is valid whatever the judge's error. Then the verdict (and the gate)
+uses it, and says so; with labels on different samples it falls back to the bootstrap
+interval with a note.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+from harness.compare.pairing import BOOTSTRAP, PPI, metric_kind, variant_metric
+from harness.compare.store import per_query
+
+
+def scores_compared(run: Any, metric: str) -> bool:
+    """Whether ``metric`` of ``run`` is a variant's mean of per-sample scores (``mean``,
+    ``<variant>/mean``): the number human labels can score too."""
+    named = variant_metric(run, metric)
+    return metric == "mean" or (named is not None and named[1] == "mean")
+
+
+def human_values(c: Any, run: Any, metric: str, out: Path) -> dict[str, float] | None:
+    """``{id: human_score}`` of the compared variant in ``run``'s ``samples.jsonl`` (the
+    row's own for a run of one variant, ``variants.<name>`` for several); ``None``: none."""
+    return per_query(c, run.info.run_id, "human_score", out, metric_kind(run, metric))
+
+
+def normal_p(mean: float, ci: Sequence[float], level: float) -> float:
+    """Two-sided p-value of ``mean == 0`` from a normal interval ``ci`` at ``level``
+    (``ppi_py``'s intervals are ``mean ± z·se``): below ``1 - level`` exactly when the
+    interval leaves out 0."""
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    se = (ci[1] - ci[0]) / (2 * z)
+    if se <= 0:
+        return 1.0 if mean == 0 else 0.0
+    return 2 * (1 - NormalDist().cdf(abs(mean) / se))
+
+
+def paired_ppi(
+    judge_a: Mapping[str, float], judge_b: Mapping[str, float],
+    human_a: Mapping[str, float], human_b: Mapping[str, float], level: float = 0.95,
+) -> dict[str, Any] | None:
+    """The PPI++ mean of ``a - b`` and its interval on the ids both judged, the human
+    differences on the ids labelled in both; ``None`` when fewer than 2 are."""
+    from harness.confidence.ppi import classical_ci, ppi_mean_ci
+
+    ids = sorted(judge_a.keys() & judge_b.keys())
+    both = [i for i in ids if i in human_a and i in human_b]
+    if len(both) < 2:
+        return None
+    labelled = set(both)
+    y = [human_a[i] - human_b[i] for i in both]
+    yhat = [judge_a[i] - judge_b[i] for i in both]
+    rest = [judge_a[i] - judge_b[i] for i in ids if i not in labelled]
+    labels_ci = classical_ci(y, level)
+    note = None
+    if len(rest) < 2:  # nothing (or one sample) for the judge to add
+        mean, ci = math.fsum(y) / len(y), labels_ci
+        note = "every paired sample (or all but one) is labelled: the interval is the labels'"
+    else:
+        mean, ci = ppi_mean_ci(y, yhat, rest, level)
+    judged = yhat + rest
+    return {
+        "method": PPI, "level": level, "mean_diff": mean, "ci": ci,
+        "p_value": normal_p(mean, ci, level), "p_method": "normal",
+        "n_labelled": len(both), "n_pairs": len(ids),
+        "labelled_a_only": sum(1 for i in ids if i in human_a and i not in labelled),
+        "labelled_b_only": sum(1 for i in ids if i in human_b and i not in labelled),
+        "labels_only_mean_diff": math.fsum(y) / len(y), "labels_only_ci": labels_ci,
+        "judge_mean_diff": math.fsum(judged) / len(judged), "note": note,
+    }
+
+
+def attach(
+    test: dict[str, Any], c: Any, runs: Sequence[Any], values: Mapping[str, Any], metric: str,
+    out: Path, level: float, notes: list[str],
+) -> None:
+    """Add ``ppi`` (``paired_ppi``) and ``interval_used`` to a paired ``test`` when its
+    runs' samples have human labels; a note when they have some that cannot be used."""
+    test["interval_used"] = BOOTSTRAP
+    by_id = {r.info.run_id: r for r in runs}
+    a, b = by_id.get(test["run_a"]["id"]), by_id.get(test["run_b"]["id"])
+    if a is None or b is None or not all(scores_compared(r, metric) for r in (a, b)):
+        return
+    ha, hb = (human_values(c, r, metric, out) for r in (a, b))
+    if not ha and not hb:
+        return
+    la, lb = test.get("labels", ["#1", "#2"])
+    fallback = ("the verdict uses the bootstrap interval and the sign-flip test, which take "
+                "the judge as right")
+    if not (ha and hb):
+        has = la if ha else lb
+        notes.append(f"only {has} has human labels (human_score): a PPI++ difference needs "
+                     f"labels on the same samples of both runs; {fallback}")
+        return
+    ppi = paired_ppi(values[a.info.run_id] or {}, values[b.info.run_id] or {}, ha, hb, level)
+    if ppi is None:
+        both = len(ha.keys() & hb.keys())
+        notes.append(f"human labels on different samples ({len(ha)} in {la}, {len(hb)} in "
+                     f"{lb}, {both} in both and scored by both): no PPI++ difference; "
+                     f"{fallback}")
+        return
+    test.update(ppi=ppi, interval_used=PPI)
+    if ppi["labelled_a_only"] or ppi["labelled_b_only"]:
+        notes.append(f"PPI++ uses the {ppi['n_labelled']} samples labelled in both runs; "
+                     f"{ppi['labelled_a_only']} labelled in {la} only and "
+                     f"{ppi['labelled_b_only']} in {lb} only count as unlabelled")
+    if ppi["note"]:
+        notes.append(f"PPI++: {ppi['note']}")
+
+
+def ppi_lines(test: Mapping[str, Any], pct: str) -> list[str]:
+    """The lines ``render`` prints under the bootstrap one: the PPI++ difference and which
+    interval the verdict uses (none when no run had usable labels)."""
+    ppi = test.get("ppi")
+    if test.get("interval_used") != PPI or not isinstance(ppi, Mapping):
+        return []
+    a, b = test.get("labels", ["#1", "#2"])
+    lo, hi = ppi["ci"]
+    lab_lo, lab_hi = ppi["labels_only_ci"]
+    return [
+        f"  PPI++ difference {ppi['mean_diff']:+.4f} ({a} - {b})  {pct} [{lo:+.4f}, {hi:+.4f}]"
+        f"  p (normal) {ppi['p_value']:.4f}  on {ppi['n_labelled']} of {ppi['n_pairs']} pairs "
+        f"labelled in both",
+        f"  labels only      {ppi['labels_only_mean_diff']:+.4f}  {pct} [{lab_lo:+.4f}, "
+        f"{lab_hi:+.4f}]",
+        "  the verdict uses the PPI++ interval: human labels correct the judge's difference "
+        "(the bootstrap interval above takes the judge as right)",
+    ]

@@ -1,0 +1,195 @@
+"""``compare`` of two runs with human labels (issue 33): the paired difference by PPI++
+beside the bootstrap one, and the verdict (the gate) decided with it.
+
+Runs are made in a real SQLite MLflow store with a ``samples.jsonl`` each, built here from
+seeded synthetic scores (the row layout of ``harness.run.outputs``: ``human_score`` beside
+``score``, inside ``variants.<name>`` for a run of several). Expected intervals come from
+``ppi_py`` on arrays built here from the same numbers, never from our output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ppi_py
+import pytest
+
+from harness.compare import compare
+from harness.compare.ppi_pair import paired_ppi
+
+N, LABELLED = 400, 150
+
+
+def systems(seed: int = 7, lenient_on_a: float = 0.2) -> dict[str, dict[str, np.ndarray]]:
+    """Two systems people find equally good (independent human scores, one distribution),
+    and a judge that is close to people on B but lenient on A's chunks only."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, bias in (("a", lenient_on_a), ("b", 0.0)):
+        human = rng.beta(1.3, 1.3, N)
+        judge = np.clip(human + bias * rng.random(N) + rng.normal(0, 0.05, N), 0, 1)
+        out[name] = {"human": human, "judge": judge}
+    return out
+
+
+def rows_of(scores: dict[str, np.ndarray], labelled: range | None,
+            variants: list[str] | None = None) -> list[dict[str, Any]]:
+    """samples.jsonl rows: ``score`` by the judge, ``human_score`` on ``labelled`` rows;
+    with ``variants``, the first one's entry holds them (the others an unlabelled 0.5)."""
+    rows = []
+    for i in range(N):
+        entry: dict[str, Any] = {"score": float(scores["judge"][i]), "verdicts": [1, 0]}
+        if labelled is not None and i in labelled:
+            entry.update(human_score=float(scores["human"][i]), human_verdicts=[1, 0])
+        row: dict[str, Any] = {"id": f"q{i:03d}", "question": f"question {i}"}
+        if variants:
+            row.update(score=entry["score"], variants={
+                variants[0]: entry, **{v: {"score": 0.5} for v in variants[1:]}})
+        else:
+            row.update(entry)
+        rows.append(row)
+    return rows
+
+
+def log_run(uri: str, tmp: Path, name: str, rows: list[dict[str, Any]],
+            metric: str = "llm_with_reference") -> str:
+    """A finished run of experiment ``ppi`` with ``rows`` as its samples.jsonl."""
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    c = MlflowClient(tracking_uri=uri)
+    exp = c.get_experiment_by_name("ppi")
+    exp_id = exp.experiment_id if exp else c.create_experiment("ppi")
+    tags = {"choice.metric": metric, "dataset.sha256": "d" * 64}
+    run = c.create_run(exp_id, run_name=name, tags=tags).info.run_id
+    scores = [r["score"] for r in rows if r.get("score") is not None]
+    c.log_batch(run, metrics=[Metric("mean", float(np.mean(scores)), 0, 0),
+                              Metric("n_scored", float(len(scores)), 0, 0),
+                              Metric("n_unscored", 0.0, 0, 0)])
+    folder = tmp / name
+    folder.mkdir()
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    c.log_artifact(run, str(folder / "samples.jsonl"))
+    c.set_terminated(run, "FINISHED")
+    return run
+
+
+def run_compare(uri: str, base: str, cand: str, **kw: Any) -> dict[str, Any]:
+    return compare(tracking_uri=uri, baseline=base, candidate=cand, plots=False, log=False,
+                   fail_if_worse=True, bootstrap=2000, **kw)
+
+
+def expected(s: dict[str, dict[str, np.ndarray]], both: range,
+             level: float = 0.95) -> tuple[list[float], float]:
+    """ppi_py's interval and p-value of candidate (b) - baseline (a), labels on ``both``."""
+    judge_d = s["b"]["judge"] - s["a"]["judge"]
+    human_d = s["b"]["human"] - s["a"]["human"]
+    lab = np.array([i in both for i in range(N)])
+    lo, hi = ppi_py.ppi_mean_ci(human_d[lab], judge_d[lab], judge_d[~lab], alpha=1 - level,
+                                lam=None)
+    p = ppi_py.ppi_mean_pval(human_d[lab], judge_d[lab], judge_d[~lab], lam=None)
+    return [float(np.ravel(lo)[0]), float(np.ravel(hi)[0])], float(np.ravel(p)[0])
+
+
+def test_paired_ppi_equals_ppi_py_on_the_same_arrays() -> None:
+    s = systems(seed=3)
+    ids = [f"q{i}" for i in range(N)]
+    judge_a, judge_b = (dict(zip(ids, s[k]["judge"].tolist(), strict=True)) for k in "ab")
+    human_a = {ids[i]: float(s["a"]["human"][i]) for i in range(0, 200)}
+    human_b = {ids[i]: float(s["b"]["human"][i]) for i in range(50, 250)}  # 150 in both
+    for level in (0.95, 0.9):
+        got = paired_ppi(judge_b, judge_a, human_b, human_a, level)
+        assert got is not None
+        ci, p = expected(s, range(50, 200), level)
+        assert got["ci"] == pytest.approx(ci, abs=1e-12)
+        assert got["mean_diff"] == pytest.approx(sum(ci) / 2, abs=1e-12)
+        assert got["p_value"] == pytest.approx(p, rel=1e-6)
+        assert (got["n_labelled"], got["n_pairs"]) == (150, N)
+        assert (got["labelled_a_only"], got["labelled_b_only"]) == (50, 50)
+        human_d = s["b"]["human"][50:200] - s["a"]["human"][50:200]
+        lo, hi = ppi_py.classical_mean_ci(human_d, alpha=1 - level)
+        assert got["labels_only_ci"] == pytest.approx([lo, hi], abs=1e-12)
+    assert paired_ppi(judge_b, judge_a, {"q1": 0.0}, {"q1": 1.0}) is None  # one in both
+
+
+def test_the_verdict_flips_when_the_judges_difference_is_an_artefact(tmp_path: Path) -> None:
+    """The judge is lenient on the baseline's chunks only: by the judge the candidate is
+    worse (gate fails); people find no difference, and with their labels on the same 150
+    samples of both runs the PPI++ interval covers 0 and the gate passes, saying so."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    s = systems()
+    # without labels: the judge's difference decides, and it says the candidate is worse
+    plain = run_compare(uri, log_run(uri, tmp_path, "a0", rows_of(s["a"], None)),
+                        log_run(uri, tmp_path, "b0", rows_of(s["b"], None)))
+    assert plain["gate"]["failed"] and plain["test"]["interval_used"] == "bootstrap"
+    assert plain["test"]["mean_diff"] < -0.05 and plain["test"]["ci"][1] < 0
+    assert "PPI++" not in plain["table"]
+
+    base = log_run(uri, tmp_path, "a", rows_of(s["a"], range(LABELLED)))
+    cand = log_run(uri, tmp_path, "b", rows_of(s["b"], range(LABELLED)))
+    result = run_compare(uri, base, cand)
+    test = result["test"]
+    ci, p = expected(s, range(LABELLED))
+    assert test["interval_used"] == "ppi++"
+    assert test["ppi"]["ci"] == pytest.approx(ci, abs=1e-12) and ci[0] < 0 < ci[1]
+    assert test["ppi"]["p_value"] == pytest.approx(p, rel=1e-6) and p > 0.05
+    # the judge's own numbers are still there, and still say "worse"
+    assert test["mean_diff"] == pytest.approx(plain["test"]["mean_diff"], abs=1e-12)
+    assert test["ci"][1] < 0 and test["p_value"] < 0.05
+    assert not result["gate"]["failed"]
+    line = result["gate"]["line"]
+    assert line.startswith(f"gate passed: candidate - baseline = {test['ppi']['mean_diff']:+.4f}")
+    assert "PPI++ test of the mean difference" in line and "150 of 400 pairs labelled" in line
+    assert f"[{ci[0]:+.4f}, {ci[1]:+.4f}]" in line
+    table = result["table"]
+    assert f"PPI++ difference {test['ppi']['mean_diff']:+.4f} (candidate - baseline)" in table
+    assert "the verdict uses the PPI++ interval" in table
+    saved = json.loads(json.dumps(result["groups"][0]["test"]))  # as table.json holds it
+    assert saved["interval_used"] == "ppi++" and saved["ppi"]["method"] == "ppi++"
+
+
+def test_labels_on_different_samples_fall_back_with_a_note(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    s = systems()
+    base = log_run(uri, tmp_path, "a", rows_of(s["a"], range(0, 150)))
+    cand = log_run(uri, tmp_path, "b", rows_of(s["b"], range(200, 350)))
+    result = run_compare(uri, base, cand)
+    assert result["test"]["interval_used"] == "bootstrap" and "ppi" not in result["test"]
+    assert result["gate"]["failed"]  # the judge's difference decides, as without labels
+    [note] = [n for n in result["notes"] if "human labels" in n]
+    assert note.startswith("human labels on different samples (150 in candidate, 150 in "
+                           "baseline, 0 in both")
+    assert "the verdict uses the bootstrap interval" in note
+    assert f"note: {note}" in result["table"]
+
+    only = log_run(uri, tmp_path, "b_plain", rows_of(s["b"], None))
+    result = run_compare(uri, base, only)
+    assert result["test"]["interval_used"] == "bootstrap"
+    assert any(n.startswith("only baseline has human labels") for n in result["notes"])
+
+
+def test_runs_of_several_variants_read_the_compared_variants_labels(tmp_path: Path) -> None:
+    """Labels inside ``variants.<name>``: ``mean`` pairs the headline (first) variant, and
+    ``<variant>/mean`` of an unlabelled variant has no PPI++ difference."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    s = systems(seed=11)
+    listed = ["llm_with_reference", "non_llm"]
+    metric = f"[{','.join(listed)}]"
+    base = log_run(uri, tmp_path, "a", rows_of(s["a"], range(100, 250), listed), metric)
+    cand = log_run(uri, tmp_path, "b", rows_of(s["b"], range(100, 250), listed), metric)
+    result = run_compare(uri, base, cand)
+    ci, _ = expected(s, range(100, 250))
+    assert result["test"]["interval_used"] == "ppi++"
+    assert result["test"]["ppi"]["ci"] == pytest.approx(ci, abs=1e-12)
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    c = MlflowClient(tracking_uri=uri)
+    for run in (base, cand):
+        c.log_batch(run, metrics=[Metric("non_llm/mean", 0.5, 0, 0)])
+    other = compare(tracking_uri=uri, baseline=base, candidate=cand, plots=False, log=False,
+                    metric="non_llm/mean")
+    assert other["test"]["interval_used"] == "bootstrap" and "ppi" not in other["test"]
