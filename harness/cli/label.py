@@ -6,8 +6,10 @@
 The draw is a seeded uniform sample of N of the run's samples (those with retrieved
 chunks); the sheet (``labels.csv`` and ``labels.jsonl``, one row per retrieved chunk with an
 empty ``relevant`` column) and the draw (``draw.json``: seed and drawn ids) go into the out
-folder, which must not hold a sheet already. Fill in ``relevant`` (0 or 1) and score the run
-again with ``run.human_labels=`` the filled file. Bad input is one ``error:`` line, exit 2.
+folder, which must not hold a sheet already. Texts the run cut (``run.row_text_chars``) are
+taken whole from its dataset's corpus where there is one. Fill in
+``relevant`` (0 or 1) and score the run again with ``run.human_labels=`` the filled file.
+Bad input is one ``error:`` line, exit 2.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def main(argv: list[str] | None = None, prog: str = "harness label") -> int:
 
 def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
     """Check the run folder, write the sheet and say what to do next; the exit code."""
+    from harness.cli.label_texts import fill_cut_texts
     from harness.confidence.sheet import DRAW, SHEET_CSV, SHEET_JSONL, label_sheet
 
     if not run_dir.is_dir():
@@ -101,6 +104,7 @@ def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
     new_folder = not folder.exists()
     try:
         paths = label_sheet(run_dir, n, seed, folder)
+        filled = fill_cut_texts(paths, run_dir)
     except BaseException:  # Ctrl-C or a failed write mid-sheet: no half sheet is left
         for path in ours:
             if path not in before:
@@ -114,6 +118,9 @@ def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
     print(f"  sheet  {paths['csv']}")
     print(f"         {paths['jsonl']} (the same rows, as JSON lines)")
     print(f"  draw   {paths['draw']}")
+    if filled:
+        print(f"  texts  {filled} chunk texts the run had cut, taken whole from its dataset's "
+              "corpus")
     if record["texts_cut"]:
         print(f"note: {record['texts_cut']} of the {record['chunks']} chunk texts are cut "
               "(they end in …: the run kept run.row_text_chars characters); rows still match "
