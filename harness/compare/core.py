@@ -18,13 +18,12 @@ from harness.compare.pairing import (
     identity,
     logged,
     resolve,
-    shared_variants,
     variant_metric,
-    variants_of,
 )
 from harness.compare.render import plot, render
 from harness.compare.stats import paired_test, rank_rows, top_two
 from harness.compare.store import finished, log_outputs, open_experiment, per_query, select_runs
+from harness.compare.variants import per_variant
 from harness.core.errors import ConfigError, TrackingError, closest
 from harness.run.outputs.files import json_text
 
@@ -198,34 +197,6 @@ def _values(c: Any, run: Any, metric: str, out: Path) -> dict[str, float] | None
     if named is not None:
         return per_query(c, run.info.run_id, named[1], out, named[0])
     return per_query(c, run.info.run_id, metric, out)
-
-
-def per_variant(c: Any, runs: list[Any], out: Path, stats: tuple[int, float, int],
-                notes: list[str]) -> dict[str, Any]:
-    """A baseline and candidate of several variants: the paired test of each variant both
-    scored (``{variant: test}``), and a note saying which were paired and which were not;
-    ``{}`` when both ran one variant."""
-    base, cand = runs
-    if len(variants_of(base)) == len(variants_of(cand)) == 1:
-        return {}
-    tests: dict[str, Any] = {}
-    for variant in shared_variants(base, cand):
-        vb, vc = (per_query(c, r.info.run_id, "mean", out, variant) for r in (base, cand))
-        if vb and vc:
-            tests[variant] = paired_test(vc, vb, *stats)
-    lines = [f"{v} {_fmt(t['mean_diff'])} on {t['n_pairs']} pairs, p = "
-             f"{'n/a' if t['p_value'] is None else format(t['p_value'], '.4g')}"
-             for v, t in tests.items()]
-    alone = [f"{v} (baseline only)" for v in variants_of(base) if v not in variants_of(cand)]
-    alone += [f"{v} (candidate only)" for v in variants_of(cand) if v not in variants_of(base)]
-    notes.append("per variant, candidate - baseline on the ids both scored: "
-                 + ("; ".join(lines) or "none paired")
-                 + (f"; not compared: {', '.join(alone)}" if alone else ""))
-    return tests
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.4f}"
 
 
 def _grouped(runs: list[Any], metric: str) -> list[list[Any]]:

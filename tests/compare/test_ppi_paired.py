@@ -184,6 +184,13 @@ def test_runs_of_several_variants_read_the_compared_variants_labels(tmp_path: Pa
     ci, _ = expected(s, range(100, 250))
     assert result["test"]["interval_used"] == "ppi++"
     assert result["test"]["ppi"]["ci"] == pytest.approx(ci, abs=1e-12)
+    # each variant's own test: the labelled one by PPI++ too, the other by the judge only
+    first, second = (result["variants"][v] for v in listed)
+    assert first["interval_used"] == "ppi++" and second["interval_used"] == "bootstrap"
+    assert first["ppi"]["ci"] == pytest.approx(ci, abs=1e-12) and "ppi" not in second
+    [note] = [n for n in result["notes"] if n.startswith("per variant")]
+    assert (f"(by the judge; PPI++ {first['ppi']['mean_diff']:+.4f} [{ci[0]:+.4f}, "
+            f"{ci[1]:+.4f}] on 150 labelled in both)") in note
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
 
