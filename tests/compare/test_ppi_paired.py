@@ -55,14 +55,14 @@ def rows_of(scores: dict[str, np.ndarray], labelled: range | None,
 
 
 def log_run(uri: str, tmp: Path, name: str, rows: list[dict[str, Any]],
-            metric: str = "llm_with_reference") -> str:
-    """A finished run of experiment ``ppi`` with ``rows`` as its samples.jsonl."""
+            experiment: str = "ppi", metric: str = "llm_with_reference") -> str:
+    """A finished run of ``experiment`` with ``rows`` as its samples.jsonl."""
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
 
     c = MlflowClient(tracking_uri=uri)
-    exp = c.get_experiment_by_name("ppi")
-    exp_id = exp.experiment_id if exp else c.create_experiment("ppi")
+    exp = c.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp else c.create_experiment(experiment)
     tags = {"choice.metric": metric, "dataset.sha256": "d" * 64}
     run = c.create_run(exp_id, run_name=name, tags=tags).info.run_id
     scores = [r["score"] for r in rows if r.get("score") is not None]
@@ -70,7 +70,7 @@ def log_run(uri: str, tmp: Path, name: str, rows: list[dict[str, Any]],
                               Metric("n_scored", float(len(scores)), 0, 0),
                               Metric("n_unscored", 0.0, 0, 0)])
     folder = tmp / name
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     c.log_artifact(run, str(folder / "samples.jsonl"))
     c.set_terminated(run, "FINISHED")
@@ -150,6 +150,14 @@ def test_the_verdict_flips_when_the_judges_difference_is_an_artefact(tmp_path: P
     saved = json.loads(json.dumps(result["groups"][0]["test"]))  # as table.json holds it
     assert saved["interval_used"] == "ppi++" and saved["ppi"]["method"] == "ppi++"
 
+    # ranking a sweep's runs: the test of #1 (a, the judge's favourite) against #2 (b)
+    for name in ("a", "b"):
+        log_run(uri, tmp_path / "ranked", name, rows_of(s[name], range(LABELLED)), "ranked")
+    ranked = compare("ranked", tracking_uri=uri, sweep="all", plots=False, log=False)
+    assert [r["run_name"] for r in ranked["rows"]] == ["a", "b"]
+    assert ranked["test"]["interval_used"] == "ppi++"
+    assert ranked["test"]["ppi"]["ci"] == pytest.approx([-ci[1], -ci[0]], abs=1e-12)
+
 
 def test_labels_on_different_samples_fall_back_with_a_note(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -178,8 +186,8 @@ def test_runs_of_several_variants_read_the_compared_variants_labels(tmp_path: Pa
     s = systems(seed=11)
     listed = ["llm_with_reference", "non_llm"]
     metric = f"[{','.join(listed)}]"
-    base = log_run(uri, tmp_path, "a", rows_of(s["a"], range(100, 250), listed), metric)
-    cand = log_run(uri, tmp_path, "b", rows_of(s["b"], range(100, 250), listed), metric)
+    base = log_run(uri, tmp_path, "a", rows_of(s["a"], range(100, 250), listed), metric=metric)
+    cand = log_run(uri, tmp_path, "b", rows_of(s["b"], range(100, 250), listed), metric=metric)
     result = run_compare(uri, base, cand)
     ci, _ = expected(s, range(100, 250))
     assert result["test"]["interval_used"] == "ppi++"
