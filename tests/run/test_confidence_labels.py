@@ -148,3 +148,18 @@ def test_human_feedback_on_traces_labels_a_run(tmp_path: Path) -> None:
     rows = {r["id"]: r for r in result.rows()}
     assert rows[capital]["human_verdicts"] == [1, 0, 0]
     assert rows[water]["human_verdicts"] == [0, 1]
+
+
+@pytest.mark.parametrize(("min_grade", "q2"), [(1, [1, 0, 1]), (2, [1, 0, 0])])
+def test_qrels_grades_are_read_with_the_dataset_s_min_grade(tmp_path: Path, min_grade: int,
+                                                            q2: list[int]) -> None:
+    tiny = Path(__file__).parents[1] / "data" / "beir_tiny"
+    result = run_cli("dataset=beir", f"dataset.path={tiny}", f"dataset.min_grade={min_grade}",
+                     "retriever=bm25", "metric=id_ranked", "tracking=none", "run.report=false",
+                     "run.human_labels=qrels", "run.human_label_samples=4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = {r["id"]: r for r in result.rows()}
+    # q2 retrieves d3 (grade 2), d5 (not in the qrels), d2 (grade 1)
+    assert [c["id"] for c in rows["q2"]["chunks"]] == ["d3", "d5", "d2"]
+    assert rows["q2"]["human_verdicts"] == q2
+    assert all("human_verdicts" in r for r in rows.values())

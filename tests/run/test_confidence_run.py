@@ -189,3 +189,28 @@ def test_several_variants_each_get_their_block(world: dict[str, Any], tmp_path: 
     assert "ci_low" not in run.data.metrics
     assert not any(k.startswith("id_based/") and k.endswith("ci_low") for k in run.data.metrics)
     assert math.isfinite(run.data.metrics[f"{LLM}/ppi_mean"])
+
+
+def test_a_sheet_drawn_by_label_sheet_is_a_random_draw(world: dict[str, Any],
+                                                       tmp_path: Path) -> None:
+    import csv
+
+    from harness.confidence.sheet import label_sheet
+
+    first = run_cli(*args(world, "tracking=none", "run.human_labels=null"), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    paths = label_sheet(first.out_dir, 15, 4, tmp_path / "sheet")
+    with open(paths["csv"], encoding="utf-8-sig", newline="") as f:
+        table = list(csv.DictReader(f))
+    for line in table:  # the labeller fills the relevant column in
+        line["relevant"] = str(world["human"][line["id"]][int(line["rank"]) - 1])
+    with open(paths["csv"], "w", encoding="utf-8-sig", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+    result = run_cli(*args(world, "tracking=none", f"run.human_labels={paths['csv']}"),
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    block = result.summary()["confidence"]
+    assert block["random_draw"] is True and block["note"] is None
+    assert block["n_labelled"] == 15 and "note" not in result.stdout
