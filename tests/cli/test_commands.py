@@ -1,5 +1,5 @@
-"""The one ``harness`` command (issue 32, item 5): ``compare``, ``report`` and ``cache`` as its
-first word run those commands, anything else is the Hydra app; a bare first word close to a
+"""The one ``harness`` command (issue 32, item 5): ``compare``, ``report``, ``cache`` and ``label``
+as its first word run those commands, anything else is the Hydra app; a bare first word close to a
 command's name is a typo (one line, exit 2); the old forms (``python -m harness.compare``,
 ``python -m harness.report``, ``harness-compare``, ``harness-cache``) still work, with a
 DeprecationWarning naming 0.3.0."""
@@ -81,10 +81,10 @@ def test_a_typo_of_a_command_is_one_line_with_the_did_you_mean(
     code, out, err = harness(monkeypatch, capsys, word, "a", "b")
     assert (code, out) == (2, "")
     assert err == (f"error: '{word}' is not a command (did you mean 'harness {meant}'?); the "
-                   "commands: compare, report, cache; an override is KEY=VALUE\n")
+                   "commands: compare, report, cache, label; an override is KEY=VALUE\n")
 
 
-@pytest.mark.parametrize("args", [("nonsense",), ("metric",), ("label", "x")])
+@pytest.mark.parametrize("args", [("nonsense",), ("metric",), ("sweep", "x")])
 def test_a_bare_word_far_from_every_command_is_the_override_refusal(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         args: tuple[str, ...]) -> None:
@@ -101,7 +101,7 @@ def test_harness_help_lists_every_command(
     assert "Compose your configuration from these groups" in out  # Hydra's help, first
     listed = out.split("== Commands ==", 1)[1]
     assert [line.split()[1] for line in listed.splitlines() if line.startswith("  harness ")] \
-        == ["compare", "report", "cache"]
+        == ["compare", "report", "cache", "label"]
 
 
 @pytest.mark.parametrize(("entry", "usage"), [
