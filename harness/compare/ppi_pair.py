@@ -42,8 +42,8 @@ def normal_p(mean: float, ci: Sequence[float], level: float) -> float:
     interval leaves out 0."""
     z = NormalDist().inv_cdf(0.5 + level / 2)
     se = (ci[1] - ci[0]) / (2 * z)
-    if se <= 0:
-        return 1.0 if mean == 0 else 0.0
+    if se <= 1e-12:  # no spread (people saw the same chunks in both runs): no rounding noise
+        return 1.0 if abs(mean) <= 1e-12 else 0.0
     return 2 * (1 - NormalDist().cdf(abs(mean) / se))
 
 

@@ -145,6 +145,23 @@ def agreement(block: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def labels_line(block: Mapping[str, Any]) -> str | None:
+    """Where the labels came from (``labels_source``, the seeded ``draw`` of ``qrels``) and
+    the counts of what was read and what did not fit; ``None`` when the block says neither."""
+    given = block.get("labels")
+    counts: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    said = [f"{num(counts[key])} {word}" for key, word in LABEL_COUNTS.items()
+            if isinstance(counts.get(key), int) and counts[key]]
+    source, draw = block.get("labels_source"), block.get("draw")
+    head = "Human labels" + (f" from {source}" if source else "")
+    if isinstance(draw, Mapping):
+        head += (f" (a seeded random draw of {num(draw.get('n'))} of "
+                 f"{num(draw.get('population'))} samples, seed {draw.get('seed')})")
+    if not said and not source:
+        return None
+    return head + (": " + "; ".join(said) if said else "") + "."
+
+
 def section(name: str, block: Mapping[str, Any]) -> dict[str, Any]:
     """What the template shows of one variant's block."""
     rows = intervals(block)
@@ -162,12 +179,8 @@ def section(name: str, block: Mapping[str, Any]) -> dict[str, Any]:
     unscored = block.get("n_labelled_unscored")
     if isinstance(unscored, int) and unscored:
         notes.append(f"{unscored:,} labelled sample(s) the judge did not score are left out.")
-    given = block.get("labels")
-    counts: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-    labels = [(word, num(counts[key])) for key, word in LABEL_COUNTS.items()
-              if isinstance(counts.get(key), int) and (counts[key] or key == "label_rows")]
     return {"name": name, "level": pct, "lead": lead, "rows": rows, "plot": drawing(rows),
-            "notes": notes, "labels": labels, "agreement": agreement(block),
+            "notes": notes, "labels": labels_line(block), "agreement": agreement(block),
             "random_draw": bool(block.get("random_draw"))}
 
 
@@ -224,7 +237,6 @@ holds whatever the judge's errors (narrower than the labels alone when the judge
 <table class="agreement">{% for key, value in s.agreement.stats %}<tr><th>{{ key }}</th>
 <td class="num">{{ value }}</td></tr>{% endfor %}</table></div>
 {% else %}<p class="muted">No chunk-level agreement: the block holds none.</p>{% endif %}
-{% if s.labels %}<p class="muted labels">Human labels: {% for word, count in s.labels %}
-{{ count }} {{ word }}{{ "; " if not loop.last }}{% endfor %}.</p>{% endif %}
+{% if s.labels %}<p class="muted labels">{{ s.labels }}</p>{% endif %}
 </section>
 {% endfor %}"""

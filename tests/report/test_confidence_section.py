@@ -144,6 +144,18 @@ def test_one_part_per_variant_and_none_without_a_block() -> None:
         assert "How sure is this number?" not in html and 'id="confidence"' not in html
 
 
+def test_the_labels_source_and_the_seeded_draw_are_named() -> None:
+    b = block(6)
+    b["labels"] = {"label_rows": 0, "unknown_chunks": 4}
+    b.update(labels_source="qrels", random_draw=True, note=None,
+             draw={"seed": 3, "n": 150, "population": 600, "drawn": ["q1", "q2"]})
+    summary = RunSummary.from_json({"metric": "m", "confidence": b})
+    text = parsed(confidence_part(run_html(summary, [], [])))
+    assert text["labels"] == ["Human labels from qrels (a seeded random draw of 150 of 600 "
+                              "samples, seed 3): 4 for chunks the run did "
+                              "not retrieve."]
+
+
 def test_undefined_agreement_and_missing_numbers_say_so() -> None:
     b = block(4)
     b["judge_agreement"] = judge_agreement([1, 1, 1], [1.0, 1.0, 1.0])  # one class: no kappa
