@@ -163,15 +163,15 @@ def human_labels(parts: Parts, variants: Sequence[str]) -> HumanLabels | None:
     run = parts.settings
     if run.human_labels is None:
         return None
-    members = parts.metric.members if isinstance(parts.metric, Panel) and variants else [
-        parts.metric]
+    members = parts.metric.members if isinstance(parts.metric, Panel) else [parts.metric]
     keys: list[str | None] = list(variants) if variants else [None]
+    members = members[: len(keys)]  # a panel of one is a run of one
     scorers = {k: scorer(m) for k, m in zip(keys, members, strict=True)}
     if not any(scorers.values()):
         raise ConfigError(
-            f"run.human_labels: metric {parts.metric.name} scores set precision, not average "
-            "precision over the ranked chunks: no interval; use metric=id_ranked or an LLM "
-            "variant")
+            f"run.human_labels: metric {parts.metric.name} does not score by average "
+            "precision over the ranked chunks (id_based scores set precision), so the labels "
+            "cannot be scored as it scores: no interval; use metric=id_ranked or an LLM variant")
     min_grade = parts.dataset.min_grade
     out = HumanLabels(run.human_labels, scorers, run.confidence_level, min_grade=min_grade)
     if run.human_labels == QRELS:

@@ -89,7 +89,7 @@ def test_qrels_without_a_number_of_samples_is_one_line(world: dict[str, Any],
 
 def test_a_set_precision_run_is_told_it_has_no_interval(world: dict[str, Any],
                                                         tmp_path: Path) -> None:
-    fails(qrels_run(world, tmp_path, "metric=id_based"), "scores set precision",
+    fails(qrels_run(world, tmp_path, "metric=id_based"), "id_based scores set precision",
           "metric=id_ranked")
 
 

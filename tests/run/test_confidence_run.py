@@ -214,3 +214,19 @@ def test_a_sheet_drawn_by_label_sheet_is_a_random_draw(world: dict[str, Any],
     block = result.summary()["confidence"]
     assert block["random_draw"] is True and block["note"] is None
     assert block["n_labelled"] == 15 and "note" not in result.stdout
+
+
+def test_the_python_api_takes_labels_too(world: dict[str, Any], tmp_path: Path) -> None:
+    import json
+
+    from harness import evaluate
+
+    samples = [json.loads(x) for x in world["data"].read_text("utf-8").splitlines()]
+    result = evaluate(samples, "id_ranked", overrides=[f"run.human_labels={world['labels']}"])
+    block = result.summary["confidence"]
+    human = world["human"]
+    y = np.array([ap(human[k], 0.0) for k in world["chosen"]])
+    assert block["labels_only_ci"] == pytest.approx(
+        list(ppi_py.classical_mean_ci(y, alpha=0.05)), rel=1e-9)
+    labelled = [r["id"] for r in result.rows if "human_verdicts" in r]
+    assert labelled == world["chosen"]
