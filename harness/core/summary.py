@@ -235,6 +235,11 @@ class RunSummary:
             f"Mean {_four(mean)} over {self.n_scored} scored of "
             f"{self.n_samples} samples ({self.n_unscored} unscored)."
         )
+        if self.confidence:
+            block = self.confidence
+            lines.append(f"PPI++ mean {_four(block['mean'])} [{_four(block['ci'][0])}, "
+                         f"{_four(block['ci'][1])}] at {block['level']:g}, "
+                         f"{block['n_labelled']} of {block['n']} samples labelled.")
         if self.variants:
             lines.append("Variants: " + "; ".join(
                 f"`{name}` mean {_four(v.get('mean'))} ({v.get('n_scored')} scored)"

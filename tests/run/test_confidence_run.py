@@ -114,6 +114,7 @@ def test_the_block_is_ppi_py_s_on_the_run_s_arrays(world: dict[str, Any], tmp_pa
     assert logged["ppi_mean"] == pytest.approx(want["mean"], rel=1e-9)
     assert [logged["ci_low"], logged["ci_high"]] == pytest.approx(want["ci"], rel=1e-9)
     assert logged["kappa"] == pytest.approx(want["kappa"], abs=1e-12)
+    assert "20 of 60 samples labelled" in run.data.tags["mlflow.note.content"]
 
 
 def test_the_level_is_the_run_s(world: dict[str, Any], tmp_path: Path) -> None:
