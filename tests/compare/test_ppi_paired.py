@@ -23,6 +23,12 @@ from harness.compare.ppi_pair import paired_ppi
 N, LABELLED = 400, 150
 
 
+@pytest.fixture(scope="module")
+def uri(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One SQLite MLflow store for the module (each test's runs are named by their ids)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('ppi_store') / 'mlflow.db'}"
+
+
 def systems(seed: int = 7, lenient_on_a: float = 0.2) -> dict[str, dict[str, np.ndarray]]:
     """Two systems people find equally good (independent human scores, one distribution),
     and a judge that is close to people on B but lenient on A's chunks only."""
@@ -115,11 +121,11 @@ def test_paired_ppi_equals_ppi_py_on_the_same_arrays() -> None:
     assert paired_ppi(judge_b, judge_a, {"q1": 0.0}, {"q1": 1.0}) is None  # one in both
 
 
-def test_the_verdict_flips_when_the_judges_difference_is_an_artefact(tmp_path: Path) -> None:
+def test_the_verdict_flips_when_the_judges_difference_is_an_artefact(
+        tmp_path: Path, uri: str) -> None:
     """The judge is lenient on the baseline's chunks only: by the judge the candidate is
     worse (gate fails); people find no difference, and with their labels on the same 150
     samples of both runs the PPI++ interval covers 0 and the gate passes, saying so."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     s = systems()
     # without labels: the judge's difference decides, and it says the candidate is worse
     plain = run_compare(uri, log_run(uri, tmp_path, "a0", rows_of(s["a"], None)),
@@ -159,8 +165,7 @@ def test_the_verdict_flips_when_the_judges_difference_is_an_artefact(tmp_path: P
     assert ranked["test"]["ppi"]["ci"] == pytest.approx([-ci[1], -ci[0]], abs=1e-12)
 
 
-def test_labels_on_different_samples_fall_back_with_a_note(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_labels_on_different_samples_fall_back_with_a_note(tmp_path: Path, uri: str) -> None:
     s = systems()
     base = log_run(uri, tmp_path, "a", rows_of(s["a"], range(0, 150)))
     cand = log_run(uri, tmp_path, "b", rows_of(s["b"], range(200, 350)))
@@ -179,10 +184,10 @@ def test_labels_on_different_samples_fall_back_with_a_note(tmp_path: Path) -> No
     assert any(n.startswith("only baseline has human labels") for n in result["notes"])
 
 
-def test_runs_of_several_variants_read_the_compared_variants_labels(tmp_path: Path) -> None:
+def test_runs_of_several_variants_read_the_compared_variants_labels(
+        tmp_path: Path, uri: str) -> None:
     """Labels inside ``variants.<name>``: ``mean`` pairs the headline (first) variant, and
     ``<variant>/mean`` of an unlabelled variant has no PPI++ difference."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     s = systems(seed=11)
     listed = ["llm_with_reference", "non_llm"]
     metric = f"[{','.join(listed)}]"
@@ -208,3 +213,44 @@ def test_runs_of_several_variants_read_the_compared_variants_labels(tmp_path: Pa
     other = compare(tracking_uri=uri, baseline=base, candidate=cand, plots=False, log=False,
                     metric="non_llm/mean")
     assert other["test"]["interval_used"] == "bootstrap" and "ppi" not in other["test"]
+
+
+def test_real_runs_with_labels_from_the_cli(tmp_path: Path, uri: str) -> None:
+    """Two runs by the CLI on one dataset with one labels file (run.human_labels), the judge
+    lenient in the baseline only: the same chunks, so people see no difference at all; the
+    PPI++ interval is ppi_py's on the rows' own scores and the verdict flips to "passed"."""
+    from conftest import run_cli
+    from helpers.labelled_run import (
+        judge_verdicts,
+        label_rows,
+        truth,
+        write_dataset,
+        write_judge,
+        write_labels,
+    )
+
+    human = truth(120)
+    data = write_dataset(tmp_path, human)
+    labels = write_labels(tmp_path, label_rows(human, sorted(human)[::3]))  # 40 samples
+    rows, ids = {}, {}
+    for name, lenient in (("base", 0.4), ("cand", 0.0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        judge = write_judge(folder, judge_verdicts(human, lenient))
+        result = run_cli("dataset=jsonl", f"dataset.path={data}", "metric=llm_with_reference",
+                         "judge=fixture", f"judge.labels={judge}", f"run.human_labels={labels}",
+                         "run.report=false", "experiment_name=cli", cwd=folder,
+                         env={"MLFLOW_TRACKING_URI": uri})
+        assert result.returncode == 0, result.stderr[-2000:]
+        rows[name], ids[name] = result.rows(), f"judge.labels={judge}"  # by its override
+    result = run_compare(uri, ids["base"], ids["cand"])
+    assert result["test"]["mean_diff"] < -0.05 and result["test"]["p_value"] < 0.05
+    judge_d = np.array([c["score"] - b["score"] for b, c in zip(*rows.values(), strict=True)])
+    human_d = np.array([c.get("human_score", np.nan) - b.get("human_score", np.nan)
+                        for b, c in zip(*rows.values(), strict=True)])
+    lab = ~np.isnan(human_d)
+    assert lab.sum() == 40 and not human_d[lab].any()  # the same chunks: no difference
+    lo, hi = ppi_py.ppi_mean_ci(human_d[lab], judge_d[lab], judge_d[~lab], alpha=0.05, lam=None)
+    ppi = result["test"]["ppi"]
+    assert ppi["ci"] == pytest.approx([lo[0], hi[0]], abs=1e-12)
+    assert result["test"]["interval_used"] == "ppi++" and not result["gate"]["failed"]
