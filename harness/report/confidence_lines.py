@@ -48,6 +48,7 @@ def unmatched(counts: dict[str, Any]) -> list[str]:
         ("unknown_samples", "for samples this run does not have"),
         ("unknown_chunks", "for chunks their sample did not retrieve"),
         ("partially_labelled_samples", "samples labelled in part (left out)"),
+        ("skipped_feedback", "human feedback on the traces that names no chunk (left out)"),
     ) if counts.get(key)]
     if not parts:
         return []

@@ -151,6 +151,8 @@ class HumanLabels:
             block = variant_confidence(self.judged.get(name, []), matched, score, self.level,
                                        random_draw, note)
             block["labels_source"] = self.source
+            if self.file is not None and self.file.skipped:
+                block["labels"]["skipped_feedback"] = self.file.skipped
             if self.draw is not None:
                 block["draw"] = self.draw
             target = tally if name is None else tally.variants[name]

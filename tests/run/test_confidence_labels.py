@@ -122,8 +122,6 @@ def test_good_settings_pass() -> None:
 
 
 @pytest.mark.slow  # MLflow's schema and tracing take seconds
-@pytest.mark.xfail(strict=False, reason="human feedback on traces: harness.confidence.traces "
-                                        "(helper M) may not be there yet")
 def test_human_feedback_on_traces_labels_a_run(tmp_path: Path) -> None:
     import mlflow
     from helpers.mlflow_runs import active_store
@@ -138,6 +136,9 @@ def test_human_feedback_on_traces_labels_a_run(tmp_path: Path) -> None:
         for trace, verdicts in ((capital, [1, 0, 0]), (water, [0, 1])):
             time.sleep(0.002)
             mlflow.log_feedback(trace_id=trace, name="relevance", value=verdicts, source=human)
+        # one value naming no chunk: left out and counted
+        mlflow.log_feedback(trace_id=traced.traces["largest planet"], name="relevance",
+                            value=True, source=human)
     result = run_cli("dataset=mlflow_traces", "dataset.experiment_name=app",
                      "metric=id_ranked", "tracking=none", "run.report=false",
                      "run.human_labels=mlflow", "run.max_unscored_frac=1", cwd=tmp_path,
@@ -145,6 +146,8 @@ def test_human_feedback_on_traces_labels_a_run(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     block = result.summary()["confidence"]
     assert block["n_labelled"] == 2 and block["random_draw"] is False
+    assert block["labels"]["skipped_feedback"] == 1
+    assert "1 human feedback on the traces that names no chunk (left out)" in result.stdout
     rows = {r["id"]: r for r in result.rows()}
     assert rows[capital]["human_verdicts"] == [1, 0, 0]
     assert rows[water]["human_verdicts"] == [0, 1]
