@@ -27,7 +27,8 @@ keys:
   force=false        pair a baseline and candidate of different datasets or metrics anyway
   fail_if_worse=false  exit 4 when the candidate is worse: a mean paired difference below
                      -min_delta with p < alpha (the decision is printed either way)
-  alpha=0.05         the gate's significance level (sign-flip test)
+  alpha=0.05         the gate's significance level (sign-flip test; the PPI++ test when
+                     both runs have human labels on the same samples)
   min_delta=0        the loss the gate tolerates (in units of the metric)
   metric=mean        the MLflow metric to rank by; per query: `score` for mean, else the
                      samples.jsonl key of that name (ndcg_at_10 also reads ndcg@10)
