@@ -148,8 +148,12 @@ class HumanLabels:
         for name, score in self.scorers.items():
             if score is None:
                 continue
-            block = variant_confidence(self.judged.get(name, []), matched, score, self.level,
-                                       random_draw, note)
+            try:
+                block = variant_confidence(self.judged.get(name, []), matched, score,
+                                           self.level, random_draw, note)
+            except ConfigError as e:  # too few labelled samples: the outputs stay, exit 3
+                tally.no_interval = f"{e}; {_label_counts(matched.counts())}"
+                return
             block["labels_source"] = self.source
             if self.file is not None and self.file.skipped:
                 block["labels"]["skipped_feedback"] = self.file.skipped
@@ -157,6 +161,19 @@ class HumanLabels:
                 block["draw"] = self.draw
             target = tally if name is None else tally.variants[name]
             target.confidence = block
+
+
+def _label_counts(counts: dict[str, int]) -> str:
+    """What became of the label rows, for the line of a run left without an interval."""
+    said = [f"{counts[k]:,} {what}" for k, what in (
+        ("unknown_samples", "name samples this run does not have"),
+        ("unknown_chunks", "name chunks their sample did not retrieve"),
+        ("partially_labelled_samples", "samples are labelled in part"),
+        ("blank_rows", "rows have no verdict yet"),
+    ) if counts.get(k)]
+    rows = counts.get("label_rows", 0)
+    return (f"of {rows:,} label rows, " + ", ".join(said) if said
+            else f"{rows:,} label rows") + " (the run's outputs are kept, without an interval)"
 
 
 def human_labels(parts: Parts, variants: Sequence[str]) -> HumanLabels | None:

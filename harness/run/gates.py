@@ -157,6 +157,8 @@ def broken_limit(tally: Scores, job: Job, parts: Parts, rows: Path,
     run of several variants each one's limits, as in a run of it alone (the first listed
     that breaks one is named)."""
     frac = parts.settings.max_unscored_frac
+    if isinstance(tally, Tally) and tally.no_interval:
+        return tally.no_interval
     if isinstance(tally, Tally) and tally.variants:
         return next((why for name, scores in tally.variants.items()
                      if (why := broken_limit(scores, job, parts, rows, name))), None)

@@ -44,6 +44,9 @@ class Scores:
     max_reasons: int = MAX_REASONS
     #: With ``run.human_labels``: the variant's ``confidence`` block (``harness.run.confidence``).
     confidence: dict[str, Any] | None = None
+    #: With ``run.human_labels``: why no block could be made (too few labelled samples
+    #: scored); the run keeps its outputs and exits 3 (``harness.run.gates.broken_limit``).
+    no_interval: str | None = None
 
     @property
     def n_scored(self) -> int:

@@ -1,0 +1,50 @@
+"""Labels that leave fewer than two labelled samples the judge scored (issue 33): the run's
+outputs are kept (rows, summary without an interval) and it exits 3 with one line saying
+what became of the label rows; a judged run is never thrown away for its labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from helpers.labelled_run import (
+    judge_verdicts,
+    label_rows,
+    truth,
+    write_dataset,
+    write_judge,
+    write_labels,
+)
+
+pytest.importorskip("ppi_py")
+
+
+@pytest.mark.parametrize(("rows_for", "said"), [
+    # one sample fully labelled, another in part: one usable
+    ("one_and_a_part", "of 7 label rows, 1 samples are labelled in part"),
+    # ids written in another form than the run's: none usable
+    ("other_ids", "of 8 label rows, 8 name samples this run does not have"),
+])
+def test_too_few_labelled_samples_keep_the_outputs_and_exit_3(
+        tmp_path: Path, rows_for: str, said: str) -> None:
+    human = truth(12)
+    judge = judge_verdicts(human, 0.3)
+    ids = sorted(human)
+    if rows_for == "one_and_a_part":
+        rows = label_rows(human, ids[:1]) + label_rows(human, ids[1:2])[:3]
+    else:
+        rows = [dict(r, id=r["id"].upper()) for r in label_rows(human, ids[:2])]
+    labels = write_labels(tmp_path, rows)
+    result = run_cli("dataset=jsonl", f"dataset.path={write_dataset(tmp_path, human)}",
+                     "metric=llm_with_reference", "judge=fixture",
+                     f"judge.labels={write_judge(tmp_path, judge)}", "run.report=false",
+                     f"run.human_labels={labels}", "tracking=none", cwd=tmp_path)
+    assert result.returncode == 3, result.stderr
+    [line] = [x for x in result.stderr.splitlines() if x.strip()]
+    assert line.startswith("error: run.human_labels: ") and said in line, line
+    assert "the interval needs at least 2" in line and line.endswith(
+        "(the run's outputs are kept, without an interval)")
+    summary = result.summary()
+    assert summary["n_scored"] == 12 and summary.get("confidence") is None
+    assert len(result.rows()) == 12
