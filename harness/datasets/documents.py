@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,8 @@ class CorpusFile:
         self.format = corpus_format(path)
         self._corpus: Corpus | None = None
         self._records = 0
-        self._refs: tuple[set[str], set[str]] | None = None
+        self._by_id: dict[str, Document] | None = None
+        self._refs: tuple[set[str], set[str], set[str]] | None = None
 
     def check(self) -> None:
         """A ``DatasetError`` when the file is missing or is not a readable file."""
@@ -83,6 +84,13 @@ class CorpusFile:
             self._corpus = Corpus(docs, documents_key(docs))
         return self._corpus
 
+    def by_id(self) -> Mapping[str, Document]:
+        """The documents by id: one index of the documents ``corpus`` read (shared by every
+        caller: the corpus retrievers' documents, looked up, never read again)."""
+        if self._by_id is None:
+            self._by_id = {d.id: d for d in self.corpus().documents}
+        return self._by_id
+
     def sha256(self) -> str:
         """The sha256 of the file's bytes."""
         return file_sha256(self.path)
@@ -92,7 +100,9 @@ class CorpusFile:
     ) -> dict[str, Any]:
         """The file, its format, how many documents it holds and, given the ``samples``,
         how many of their reference ids it lacks (no retriever can return those: a corpus
-        whose ids are spelled otherwise than the questions' scores 0 everywhere)."""
+        whose ids are spelled otherwise than the questions' scores 0 everywhere) and how many
+        retrieved ids of samples without retrieved texts (said only when some are: such a
+        sample gets no texts from the corpus, ``harness.datasets.corpus_texts``)."""
         docs = self.corpus().documents
         out: dict[str, Any] = {
             "corpus": str(self.path), "corpus_format": self.format, "documents": len(docs),
@@ -100,13 +110,16 @@ class CorpusFile:
         if samples is None:
             return out
         try:
-            referenced, missing = self._references(samples)
+            referenced, missing, unretrieved = self._references(samples)
         except DatasetError:
             return out  # the run already read them; a file changed since is said elsewhere
         out["reference_ids"] = len(referenced)
         out["reference_ids_missing_from_corpus"] = len(missing)
         if missing:
             out["reference_ids_missing_examples"] = sorted(missing)[:5]
+        if unretrieved:
+            out["retrieved_ids_missing_from_corpus"] = len(unretrieved)
+            out["retrieved_ids_missing_examples"] = sorted(unretrieved)[:5]
         return out
 
     def check_references(
@@ -116,7 +129,7 @@ class CorpusFile:
         the samples name reference ids and none of them is a document id of the corpus:
         written in another form (``os/path/join`` for ``os.path.join``), or another corpus.
         Some missing are counted (``describe``) and said on the console."""
-        referenced, missing = self._references(samples)
+        referenced, missing, _ = self._references(samples)
         if not referenced or len(missing) < len(referenced):
             return
         theirs = sorted(referenced)[0]
@@ -130,14 +143,18 @@ class CorpusFile:
 
     def _references(
         self, samples: Callable[[], Iterable[RagSample]]
-    ) -> tuple[set[str], set[str]]:
-        """The reference ids the samples name, and those the corpus lacks (read once)."""
+    ) -> tuple[set[str], set[str], set[str]]:
+        """The reference ids the samples name, those the corpus lacks, and the retrieved
+        ids it lacks of samples that give ids without texts (read once)."""
         if self._refs is None:
-            known = {d.id for d in self.corpus().documents}
+            known = self.by_id()
             referenced: set[str] = set()
+            unretrieved: set[str] = set()
             for sample in samples():
                 referenced.update(sample.reference_context_ids or ())
-            self._refs = referenced, referenced - known
+                if sample.retrieved_contexts is None and sample.retrieved_context_ids:
+                    unretrieved.update(d for d in sample.retrieved_context_ids if d not in known)
+            self._refs = referenced, {d for d in referenced if d not in known}, unretrieved
         return self._refs
 
     def _records_of(self) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.core.errors import DatasetError
 from harness.core.types import Corpus, RagSample
+from harness.datasets.corpus_texts import fill_from_corpus
 from harness.datasets.documents import combined_sha256, corpus_file
 from harness.datasets.fields import DOCUMENT_HINT, columnar, field_map
 from harness.datasets.reading import (
@@ -86,7 +87,9 @@ class FileDataset:
     def describe(self) -> dict[str, Any]:
         """What a reader of the outputs needs to know about the data."""
         out: dict[str, Any] = {"format": self.format, "path": str(self.path)}
-        return out if self.documents is None else {**out, **self.documents.describe(self.samples)}
+        if self.documents is None:
+            return out
+        return {**out, **self.documents.describe(self.read_samples)}
 
     def corpus(self) -> Corpus | None:
         """The documents of ``dataset.corpus``; None without one. A ``DatasetError`` when
@@ -94,7 +97,7 @@ class FileDataset:
         if self.documents is None:
             return None
         corpus = self.documents.corpus()
-        self.documents.check_references(self.samples, self.fields["reference_context_ids"])
+        self.documents.check_references(self.read_samples, self.fields["reference_context_ids"])
         return corpus
 
     def sha256(self) -> str:
@@ -118,7 +121,16 @@ class FileDataset:
         self._complete = True
 
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:
-        """Yield validated samples in file order, at most ``limit``."""
+        """Yield validated samples in file order, at most ``limit``; with a corpus, each
+        with the reference and retrieved texts it names by id only, looked up there
+        (``harness.datasets.corpus_texts``)."""
+        read = self.read_samples(limit)
+        if self.documents is None:
+            return read
+        return fill_from_corpus(read, self.documents.by_id, self.min_grade)
+
+    def read_samples(self, limit: int | None = None) -> Iterator[RagSample]:
+        """Yield the file's samples as written, validated, at most ``limit``."""
         raise NotImplementedError
 
     def batches(self, batch_size: int, limit: int | None = None) -> Iterator[list[RagSample]]:

@@ -36,7 +36,7 @@ class JsonlDataset(FileDataset):
 
     format = "jsonl"
 
-    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+    def read_samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit``."""
         parser = RecordParser(str(self.path), self.fields, cells_are_text=False)
         count = 0
@@ -103,7 +103,7 @@ class CsvDataset(FileDataset):
         super().__init__(path, fields, corpus)
         self.delimiter = csv_delimiter(delimiter)
 
-    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+    def read_samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit``."""
         parser = RecordParser(str(self.path), self.fields, cells_are_text=True)
         allow_large_cells()
@@ -150,7 +150,7 @@ class ParquetDataset(FileDataset):
 
     format = "parquet"
 
-    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+    def read_samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit`` (row n is "line" n+1)."""
         parser = RecordParser(str(self.path), self.fields, cells_are_text=False)
         for index, raw in read_parquet(self.path, parser.columns, limit):

@@ -33,7 +33,7 @@ class JsonDataset(JsonlDataset):
 
     format = "json"
 
-    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+    def read_samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """Yield validated samples in file order, at most ``limit``."""
         lines = self._lines()
         head: list[str] = []

@@ -128,7 +128,7 @@ class JsonlSpan(FileDataset):
                 yield number + 1, decode_line(rest, self.path, number + 1)
             check_unchanged(self.path, span.signature, signature(f))
 
-    def samples(self, limit: int | None = None) -> Iterator[RagSample]:
+    def read_samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """The span's samples in file order (``limit`` is the plan's: ignored)."""
         parser = RecordParser(str(self.path), self.fields, cells_are_text=False)
         self.columns = parser.columns

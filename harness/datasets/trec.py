@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -166,9 +166,9 @@ class TrecDataset:
             ids += [q for q in qrels if q not in run]
         return ids if self.limit is None else ids[: self.limit]
 
-    def _doc_index(self) -> dict[str, Document] | None:
-        corpus = self.corpus()
-        return None if corpus is None else {d.id: d for d in corpus.documents}
+    def _doc_index(self) -> Mapping[str, Document] | None:
+        """The corpus by id (one index, kept: ``CorpusFile.by_id``); None without one."""
+        return None if self.documents is None else self.documents.by_id()
 
     # -- the dataset interface ---------------------------------------------------------
 
@@ -204,7 +204,8 @@ class TrecDataset:
                 ),
             )
 
-    def _texts(self, qid: str, ids: tuple[str, ...], docs: dict[str, Document]) -> tuple[str, ...]:
+    def _texts(self, qid: str, ids: tuple[str, ...],
+               docs: Mapping[str, Document]) -> tuple[str, ...]:
         missing = next((d for d in ids if d not in docs), None)
         if missing is not None:
             raise DatasetError(
