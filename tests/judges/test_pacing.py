@@ -206,7 +206,9 @@ def test_a_token_rate_limit_is_followed_through_its_headers() -> None:
     assert seen["fixed"][0] > 3 * max(refused, 5), seen  # what following the headers saved
     cost = judge.stats.prompt_tokens / n + 100
     floor = (n * cost - burst) / rate  # the bucket's own limit
-    assert floor * 0.9 <= wall <= floor * 1.5 + 1.0, (wall, floor)
+    # never faster than the bucket; slower only by what a loaded 2-core machine adds (a
+    # stall on a refill window would be many times the floor)
+    assert floor * 0.9 <= wall <= floor * 2.5 + 2.0, (wall, floor)
 
 
 def test_a_429_burst_pauses_every_send_for_its_retry_after() -> None:
