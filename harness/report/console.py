@@ -17,6 +17,7 @@ from harness.core.settings import Job
 from harness.core.summary import RunSummary
 from harness.core.types import TrackedRun
 from harness.report.confidence_lines import confidence_rows
+from harness.report.first_screen import report_line
 from harness.run.timing import latency_line
 
 
@@ -229,6 +230,7 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
     if latency:
         rows.append(("latency", latency))
     rows.append(("outputs", summary.output_dir))
+    rows += report_line(summary)  # report.html, when run.report wrote it
     if tracked is not None:
         rows += tracked.lines  # the tracker's rows that lead to the run
     width = max(len(k) for k, _ in rows)

@@ -10,10 +10,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.core.redact import redact_tree
 from harness.core.summary import RunSummary
 from harness.core.text import clip
-from harness.report import confidence
+from harness.report import confidence, first_screen
 from harness.report.templates import RUN, SCRIPT, STYLE
 from harness.run.timing import latency_line
 
@@ -58,12 +57,15 @@ def run_html(
             f"{len(rows):,} of {n:,} samples: evenly spaced over the run, with up to 200 of "
             f"its unscored ones; samples.jsonl has them all.")
     views = [compact(sample_view(position, row)) for position, row in rows]
+    folded = first_screen.settings(summary)  # below the summary table, in <details>
     return render(
         RUN,
         title=f"{summary.metric} on {dataset_name(summary)}",
         subtitle=(f"harness {summary.harness_version or '?'} · {summary.output_dir}"
                   f" · report written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"),
-        facts=facts(summary),
+        first=render(first_screen.TEMPLATE, h=first_screen.headline(summary, rows)),
+        facts=[row for row in facts(summary) if row not in folded],
+        settings=folded,
         variants=variant_sections(summary),
         confidence=confidence_html(summary),
         plots=shown,
@@ -125,7 +127,8 @@ def _number(value: Any, digits: int = 4) -> str:
 
 
 def facts(summary: RunSummary) -> list[tuple[str, str]]:
-    """The summary table: what ran, on what, and the headline numbers."""
+    """The summary table: what ran, on what, the numbers; then the settings
+    (``first_screen.settings``, which the report folds below the table)."""
     mean = summary.mean
     dataset, options = summary.dataset, summary.options
     out = [
@@ -150,17 +153,11 @@ def facts(summary: RunSummary) -> list[tuple[str, str]]:
         out.append(("judge", f"{judge.get('model')} ({judge.get('requests', 0):,} requests)"))
     if summary.prompt is not None:
         out.append(("prompt", str(summary.prompt.get("version"))))
-    out.append(("options", " ".join(f"{k}={v}" for k, v in options.items())))
-    by_group: dict[str, list[str]] = {}
-    for key, value in redact_tree(summary.params()).items():  # as logged, defaults included
-        by_group.setdefault(key.split(".", 1)[0], []).append(f"{key}={value}")
-    out.extend((f"{group} settings", "  ".join(lines)) for group, lines in by_group.items())
-    out.append(("dataset sha256", str(dataset.get("sha256"))))
     out.append(("time", f"{summary.duration_s:.3f} s"))
     latency = latency_line(summary.timing)
     if latency:
         out.append(("latency", latency))
-    return out
+    return out + first_screen.settings(summary)
 
 
 def variant_sections(summary: RunSummary) -> list[dict[str, Any]]:

@@ -3,7 +3,6 @@ against each setting the sweep varied."""
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -14,8 +13,10 @@ from typing import Any
 from harness.core.errors import ConfigError
 from harness.core.objectives import parse
 from harness.core.summary import RunSummary
+from harness.report.first_screen import level_of
 from harness.report.html import render
-from harness.report.templates import SWEEP
+from harness.report.sweep_plot import Point, job_interval, plot
+from harness.report.templates import HEAD
 from harness.report.write import REPORT, write_html
 
 #: Overrides that never change a score: not shown as settings.
@@ -30,6 +31,7 @@ class SweepJob:
     summary: RunSummary
     params: dict[str, str] = field(default_factory=dict)
     report: str | None = None
+    folder: Path | None = None
 
     def value(self, objective: str) -> float | None:
         """The job's value of ``objective`` (``mean``, a retrieval or timing metric, ...)."""
@@ -77,7 +79,8 @@ def load_jobs(sweep_dir: Path) -> list[SweepJob]:
         name = path.parent.relative_to(sweep_dir).as_posix()
         report = path.parent / REPORT
         jobs.append(SweepJob(name, summary, _overrides(path.parent),
-                             quote(f"{name}/{REPORT}") if report.is_file() else None))
+                             quote(f"{name}/{REPORT}") if report.is_file() else None,
+                             path.parent))
     return jobs
 
 
@@ -125,60 +128,28 @@ def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
         params=params, objective=objective, jobs=rows,
         failed=(f"{len(failed)} job(s) failed and are not ranked: "
                 + ", ".join(p.name for p in failed)) if failed else "",
-        plots=[p for p in (_plot(jobs, k, objective) for k in params) if p is not None],
+        plots=[p for p in (_plot(jobs, k, objective, first.maximize) for k in params)
+               if p is not None],
         no_plots="No setting varied with a numeric objective to plot.",
     )
     return write_html(out or sweep_dir / REPORT, html)
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _plot(jobs: list[SweepJob], key: str, objective: str) -> tuple[str, str, str] | None:
-    """``(name, alt text, data URI)`` of the objective against setting ``key``."""
-    points: list[tuple[str, float]] = []
+def _plot(jobs: list[SweepJob], key: str, objective: str,
+          maximize: bool) -> tuple[str, str, str, str] | None:
+    """``(name, alt text, data URI, caption)`` of the objective against setting ``key``,
+    each job with its interval (``sweep_plot``)."""
+    points = []
     for job in jobs:
         y = job.value(objective)
-        if y is not None and math.isfinite(y):
-            points.append((job.params.get(key, ""), y))
+        if y is None or not math.isfinite(y):
+            continue
+        level = level_of(job.summary)
+        bounds = job_interval(job.folder, objective, y, level)
+        points.append(Point(job.params.get(key, ""), y, *(bounds or (None, None))))
     if not points:
         return None
-    import base64
-    import logging
-
-    # its font cache is built on first use, announced at INFO: not the user's concern
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from harness.report.plots import BLUE, ORANGE
-
-    numeric = all(_number(x) is not None for x, _ in points)
-    labels = sorted({x for x, _ in points}, key=lambda x: _number(x) or 0.0) if numeric else (
-        list(dict.fromkeys(x for x, _ in points)))
-    position = {x: float(_number(x) or 0.0) if numeric else float(i) for i, x in enumerate(labels)}
-    best = {x: max(y for v, y in points if v == x) for x in labels}
-    fig = Figure(figsize=(5.5, 3.4), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    ax.scatter([position[x] for x, _ in points], [y for _, y in points], color=BLUE,
-               label=f"a job ({len(points)})", zorder=3)
-    ax.plot([position[x] for x in labels], [best[x] for x in labels], color=ORANGE,
-            linestyle="--" if numeric else "none", marker="s", markerfacecolor="none",
-            markersize=11, label="best at each value")
-    if not numeric or len(labels) <= 12:
-        ax.set_xticks([position[x] for x in labels], labels, rotation=0 if numeric else 30)
-    ax.set(xlabel=key, ylabel=objective, title=f"{objective} by {key}")
-    ax.legend(frameon=False)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f"{key}.png", f"{objective} of each job against {key}", uri
+    return plot(points, key, objective, maximize, level_of(jobs[0].summary))
 
 
 def sweep_report(sweep_dir: str) -> Path | None:
@@ -193,3 +164,29 @@ def sweep_report(sweep_dir: str) -> Path | None:
     except (HarnessError, OSError) as e:
         print(f"warning: the sweep's report.html was not written: {e}", file=sys.stderr)
         return None
+
+
+#: The sweep's report (rendered with autoescaping by ``html.render``).
+SWEEP = HEAD + """<h2 id="ranked">Jobs, best first</h2>
+<table class="ranked">
+<thead><tr><th class="num">rank</th><th>job</th>{% for p in params %}<th>{{ p }}</th>{% endfor %}
+<th class="num">{{ objective }}</th>{% if objective != 'mean' %}<th class="num">mean</th>{% endif %}
+<th class="num">scored</th>
+<th class="num">unscored</th><th>report</th></tr></thead>
+<tbody>{% for job in jobs %}<tr>
+<td class="num">{{ loop.index }}</td><td>{{ job.name }}</td>
+{% for p in params %}<td>{{ job.params.get(p, '') }}</td>{% endfor %}
+<td class="num">{{ job.objective }}</td>
+{% if objective != 'mean' %}<td class="num">{{ job.mean }}</td>{% endif %}
+<td class="num">{{ job.n_scored }}</td><td class="num">{{ job.n_unscored }}</td>
+<td>{% if job.report %}<a href="{{ job.report }}">report</a>{% endif %}</td></tr>
+{% endfor %}</tbody></table>
+{% if failed %}<p class="error">{{ failed }}</p>{% endif %}
+<h2 id="plots">{{ objective }} by setting</h2>
+{% if plots %}<div class="plots">
+{% for name, alt, uri, caption in plots %}<figure><img src="{{ uri }}" alt="{{ alt }}"
+ title="{{ name }}"><figcaption class="muted">{{ caption }}</figcaption></figure>
+{% endfor %}</div>
+{% else %}<p class="muted">{{ no_plots }}</p>{% endif %}
+</body></html>
+"""

@@ -58,6 +58,24 @@ h3 { font-size: 1rem; margin: 1.2rem 0 .2rem; }
 .swatch { display: inline-block; width: .8em; height: .8em; margin-right: .4rem;
   border-radius: 2px; } .says { font-weight: 400; font-size: .85em; white-space: normal; }
 h4 { font-size: .95rem; margin: 1rem 0 .2rem; } .conf-plot { max-width: 100%; height: auto; }
+.headline { display: flex; flex-wrap: wrap; gap: .5rem 2.5rem; align-items: center;
+  border: 1px solid #d6d6d6; border-radius: 6px; padding: .6rem 1.2rem; margin: .6rem 0; }
+.headline .mean { font-size: 3rem; font-weight: 700; line-height: 1.1;
+  font-variant-numeric: tabular-nums; } .headline .label { color: var(--muted); }
+.headline .facts { flex: 1 1 30rem; display: grid; gap: .25rem; }
+#worst-samples { margin-top: 1rem; } .hint { margin: 0 0 .3rem; font-size: .9em; }
+.worst .sample { margin: .4rem 0; padding: .35rem .7rem; cursor: zoom-in; }
+.worst .sample.compact .question { margin: .1rem 0 .2rem; }
+.worst .compact .chunk { display: flex; gap: .6rem; align-items: baseline; margin: .15rem 0;
+  padding: .1rem .5rem; } .worst .compact .chunk > * { flex: none; }
+.worst .compact .chunk .text { flex: 1 1 0; min-width: 0; margin: 0; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; }
+.worst .compact .reference, .worst .compact .reason, .worst .compact .missed li .text {
+  display: none; } .worst .sample:not(.compact) { cursor: zoom-out; }
+.worst .compact .missed, .worst .compact .missed ul { display: flex; flex-wrap: wrap;
+  gap: .2rem .6rem; align-items: baseline; margin: .2rem 0 0; font-size: .92em; }
+.worst .compact .missed li { margin: 0; padding: .05rem .5rem; }
+details.settings > summary { cursor: pointer; font-weight: 600; margin: .8rem 0 .3rem; }
 """
 
 SCRIPT = """
@@ -191,10 +209,19 @@ SCRIPT = """
   next.addEventListener('click', function () { page += 1; draw(); list.scrollIntoView(); });
   worst.addEventListener('click', function () { so.value = 'worst'; apply(); });
   apply();
+  var top = document.getElementById('worst-list'), at = {};  // the first screen's worst
+  rows.forEach(function (r) { at[r.position] = r; });
+  (top.dataset.positions || '').split(' ').filter(Boolean).forEach(function (p) {
+    var s = sample(at[p]);  // a copy of the sample drawn below: its own id, no data-id
+    s.id = 'w-' + p; s.dataset.worst = s.dataset.id; delete s.dataset.id;
+    s.classList.add('compact');
+    s.addEventListener('click', function () { s.classList.toggle('compact'); });
+    top.appendChild(s);
+  });
 })();
 """
 
-_HEAD = """<!DOCTYPE html>
+HEAD = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }}</title><style>{{ style|safe }}</style></head>
@@ -203,10 +230,14 @@ _HEAD = """<!DOCTYPE html>
 <p class="muted">{{ subtitle }}</p>
 """
 
-RUN = _HEAD + """<h2 id="summary">Summary</h2>
+RUN = HEAD + """{{ first|safe }}<h2 id="summary">Summary</h2>
 <table class="summary">
 {% for key, value in facts %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>
 {% endfor %}</table>
+<details class="settings" id="settings"><summary>Settings (options, every group's settings,
+the dataset's sha256)</summary><table class="settings">
+{% for key, value in settings %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>
+{% endfor %}</table></details>
 {% if variants %}<h2 id="variants">Variants</h2>
 <p class="muted">Every variant scored the same retrieved chunks; the summary above is the
 first one's.</p>
@@ -254,29 +285,5 @@ first one's.</p>
 them all.</p></noscript>
 <script type="application/json" id="rows-data">{{ rows_json|safe }}</script>
 <script>{{ script|safe }}</script>
-</body></html>
-"""
-
-SWEEP = _HEAD + """<h2 id="ranked">Jobs, best first</h2>
-<table class="ranked">
-<thead><tr><th class="num">rank</th><th>job</th>{% for p in params %}<th>{{ p }}</th>{% endfor %}
-<th class="num">{{ objective }}</th>{% if objective != 'mean' %}<th class="num">mean</th>{% endif %}
-<th class="num">scored</th>
-<th class="num">unscored</th><th>report</th></tr></thead>
-<tbody>{% for job in jobs %}<tr>
-<td class="num">{{ loop.index }}</td><td>{{ job.name }}</td>
-{% for p in params %}<td>{{ job.params.get(p, '') }}</td>{% endfor %}
-<td class="num">{{ job.objective }}</td>
-{% if objective != 'mean' %}<td class="num">{{ job.mean }}</td>{% endif %}
-<td class="num">{{ job.n_scored }}</td><td class="num">{{ job.n_unscored }}</td>
-<td>{% if job.report %}<a href="{{ job.report }}">report</a>{% endif %}</td></tr>
-{% endfor %}</tbody></table>
-{% if failed %}<p class="error">{{ failed }}</p>{% endif %}
-<h2 id="plots">{{ objective }} by setting</h2>
-{% if plots %}<div class="plots">
-{% for name, alt, uri in plots %}<figure><img src="{{ uri }}" alt="{{ alt }}" title="{{ name }}">
-</figure>
-{% endfor %}</div>
-{% else %}<p class="muted">{{ no_plots }}</p>{% endif %}
 </body></html>
 """
