@@ -133,17 +133,17 @@ class IrDatasetsDataset(BeirDataset):
             yield
         except HarnessError:
             raise
-        except (OSError, RuntimeError) as e:  # requests' errors are OSErrors
+        except Exception as e:
+            if not _fetching(e):
+                raise DatasetError(
+                    self.source, f"ir_datasets could not read its {what} ({_why(e)})"
+                ) from None
             home = ir.util.home_path()
             raise DatasetError(
                 self.source,
                 f"ir_datasets could not fetch its {what} ({_why(e)}); ir_datasets keeps its "
                 f"files in {home} (set IR_DATASETS_HOME to move it): place them there, or run "
                 "where it can download them",
-            ) from None
-        except Exception as e:
-            raise DatasetError(
-                self.source, f"ir_datasets could not read its {what} ({_why(e)})"
             ) from None
         finally:
             logger.setLevel(level)
@@ -255,6 +255,14 @@ class IrDatasetsDataset(BeirDataset):
         if problem is not None:
             raise DatasetError(self.source, f"{rid!r}: {problem}", field=field)
         return value
+
+
+def _fetching(error: BaseException) -> bool:
+    """Whether ``error`` is ir_datasets failing to get a file (requests' errors and a
+    missing local file are ``OSError``s; all its sources failing, a ``RuntimeError``)."""
+    return isinstance(error, OSError) or (
+        isinstance(error, RuntimeError) and "download" in str(error).lower()
+    )
 
 
 def _why(error: BaseException) -> str:
