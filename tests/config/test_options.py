@@ -21,7 +21,7 @@ NEEDS_USER_CODE = {("retriever", "custom"): "_target_", ("retriever", "langchain
                    ("retriever", "llamaindex"): "factory"}
 #: Options that name the user's own files or experiment, left ``???`` (their tests in
 #: tests/datasets/ run them on real ones).
-NEEDS_USER_DATA = {("dataset", "trec"): {"run", "qrels"},
+NEEDS_USER_DATA = {("dataset", "trec"): {"run", "qrels"}, ("dataset", "ir_datasets"): {"name"},
                    ("dataset", "mlflow_traces"): {"experiment_name"}}
 NEEDS_PATH = {
     ("dataset", "jsonl"), ("dataset", "json"), ("dataset", "csv"), ("dataset", "beir"),

@@ -43,7 +43,8 @@ def check_folder(folder: Path, files: Sequence[tuple[str, Path]]) -> None:
             str(folder),
             f"folder not found{where}; set dataset.path=DIR to a BEIR folder with "
             "corpus.jsonl, queries.jsonl and qrels/<split>.tsv (dataset=scifact, trec_dl19 "
-            "and dbpedia_entity look in $HARNESS_SHARED_DATA, else ../shared/data)",
+            "and dbpedia_entity look in $HARNESS_SHARED_DATA, else ../shared/data; "
+            "dataset=scifact_mini is bundled, dataset=ir_datasets downloads)",
         )
     if not stat.S_ISDIR(mode):
         raise DatasetError(
