@@ -42,9 +42,11 @@ class RunSettings:
             ``[]`` turns them off.
         retrieval_min_grade: The lowest reference grade counted as relevant by them
             (``null``: the dataset's ``min_grade``, else 1).
-        retrieval_beyond_depth: Also log the cut-offs above the retrieval's depth (the
-            longest retrieved list of the run), where a list scores as if padded with
-            non-relevant chunks; by default they are dropped (summary ``retrieval_cutoffs``).
+        retrieval_beyond_depth: Score the cut-offs above the retrieval's depth (the
+            longest retrieved list of the run) as trec_eval and ranx do: a list shorter
+            than k scores as if padded with non-relevant chunks (``precision_at_10`` of 3
+            chunks divides by 10), so a sweep over ``retriever.top_k`` logs the same names
+            at every depth; false drops them (summary ``retrieval_cutoffs``).
         fail_under: Fail the run (exit code 4, outputs kept) when its mean is below this
             (or nothing was scored), or a mapping of logged metric to floor
             (``{ndcg_at_10: 0.6}``; ``-name``: a ceiling); null for no gate.
@@ -84,7 +86,7 @@ class RunSettings:
         default_factory=lambda: [5, 10]
     )
     retrieval_min_grade: float | None = None
-    retrieval_beyond_depth: bool = False
+    retrieval_beyond_depth: bool = True
     # a mapping: any finite bound per metric (names and values checked by harness.run.gates)
     fail_under: Annotated[float, Range(ge=0, le=1)] | dict[str, Annotated[float, Range()]] | (
         None

@@ -17,7 +17,10 @@ document). Without repeats the values equal trec_eval's (``pytrec_eval``) on a r
 scores follow the list order: ``recall_k``, ``P_k``, ``ndcg_cut_k``, ``recip_rank``,
 ``map_cut_k`` and ``success_k`` (hit rate; checked in ``tests/metrics/test_retrieval.py``
 and, against ranx, in ``tests/datasets/test_trec.py``). A query with no relevant document
-scores 0.0 everywhere, as in trec_eval.
+scores 0.0 everywhere, as in trec_eval. A ``k`` deeper than the list scores it as trec_eval
+does, as if padded with non-relevant documents: ``P_k`` still divides by ``k``, ``recall_k``
+is the list's recall, the ideal of ``ndcg_cut_k`` takes min(k, relevant) documents
+(``tests/metrics/test_beyond_depth.py``).
 """
 
 from __future__ import annotations
@@ -211,7 +214,8 @@ def at_cutoffs(
 
 def above_depth(ks: Sequence[int], depth: int) -> list[int]:
     """The cut-offs the retrieval never reached: above ``depth``, the longest retrieved list
-    of the run (``recall_at_100`` of a top-10 retrieval equals its ``recall_at_10``)."""
+    of the run (``recall_at_100`` of a top-10 retrieval equals its ``recall_at_10``); they
+    are scored as trec_eval scores them, and dropped only on request (``dropped_names``)."""
     return sorted({k for k in ks if k > depth})
 
 

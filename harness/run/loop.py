@@ -75,7 +75,7 @@ def evaluate(
     retrieval_ks: Sequence[int] = (),
     min_grade: float = 1,
     row_text_chars: int | None = 300,
-    beyond_depth: bool | Sequence[str] = False,
+    beyond_depth: bool | Sequence[str] = True,
     variants: Sequence[str] = (),
     documents: CorpusTexts | None = None,
     max_reasons: int = MAX_REASONS,
@@ -95,7 +95,8 @@ def evaluate(
         row_text_chars: Characters of the question and of each chunk's text kept in a
             row (longer ones end in ``…``); 0: none (chunk ids only); ``None``: all.
         beyond_depth: Which names of cut-offs above the longest retrieved list stay in the
-            summary (``True``: all; by default none; ``retrieval_cutoffs`` says which).
+            summary, scored as trec_eval scores them (``True``, the default: all;
+            ``False``: none; ``retrieval_cutoffs`` says which).
         variants: The names of the variants ``metric`` scores at once (a ``Panel``'s, whose
             results hold each one's under ``details["variants"]``), each counted on its
             own (``Tally.variants``); empty: one variant.

@@ -125,7 +125,7 @@ class Tally(Scores):
     #: names above that depth are still logged (``True``: all).
     retrieval_depth: int = 0
     retrieval_ks: tuple[int, ...] = ()
-    beyond_depth: bool | tuple[str, ...] = False
+    beyond_depth: bool | tuple[str, ...] = True
     #: The verdicts of MAP_SAMPLES scored samples spread evenly over the run (verdict map).
     verdict_map: Evenly[tuple[str, list[float]]] = field(
         default_factory=lambda: Evenly(MAP_SAMPLES)

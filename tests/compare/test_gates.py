@@ -51,7 +51,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory, store: str) -> dict[str, Any]
     """Runs in experiment ``gates``, from two sweeps (one process, so fast): id_ranked with
     metric.eps=0,1 on the sample and on its first 20 records, and id_based on the sample.
     ``base``: eps 0 on the sample; ``worse``: eps 1 (every query with a relevant chunk
-    scores lower); ``other_data``: eps 0 on the 20; ``other_metric``: id_based."""
+    scores lower); ``other_data``: eps 0 on the 20; ``other_metric``: id_based. Cut-offs
+    above the retrieval depth dropped (``run.retrieval_beyond_depth=false``)."""
     cwd = tmp_path_factory.mktemp("gates")
     first20 = _write_jsonl(cwd / "first20.jsonl", [
         json.loads(line) for line in SAMPLE.read_text("utf-8").splitlines()[:20]])
@@ -60,6 +61,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, store: str) -> dict[str, Any]
               "s2": ["metric=id_based", f"dataset.path={SAMPLE}"]}
     for name, args in sweeps.items():
         result = run_cli("-m", *args, "dataset=jsonl", "experiment_name=gates",
+                         "run.retrieval_beyond_depth=false",
                          f"hydra.sweep.dir={cwd / name}", cwd=cwd, env=env)
         assert result.returncode == 0, result.stderr[-2000:]
     from mlflow.tracking import MlflowClient
@@ -241,7 +243,8 @@ def test_cutoffs_above_the_retrieval_depth_are_dropped_or_flagged(
 
     # a cut-off below the depth is logged as computed; run.objective's is kept, flagged
     args = ("metric=id_ranked", "tracking=none", "run.retrieval_ks=[2,10]")
-    run = run_cli(*args, "run.objective=ndcg_at_10", cwd=tmp_path)
+    run = run_cli(*args, "run.objective=ndcg_at_10", "run.retrieval_beyond_depth=false",
+                  cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     s = run.summary()
     assert s["retrieval_cutoffs"]["dropped"] == [
@@ -255,7 +258,13 @@ def test_cutoffs_above_the_retrieval_depth_are_dropped_or_flagged(
     hand = sum(recall_at_k(x.retrieved_context_ids or [], sample_grades(x), 2) for x in rag)
     assert s["retrieval"]["recall_at_2"] == pytest.approx(hand / len(rag), abs=1e-12)
     assert "ndcg_at_10" in s["retrieval"] and "recall_at_10" not in s["retrieval"]
-    kept = run_cli(*args, "run.retrieval_beyond_depth=true", cwd=tmp_path).summary()
+    # by default (run.retrieval_beyond_depth=true) all of them are kept, as trec_eval does
+    default = run_cli(*args, cwd=tmp_path)
+    assert "not logged" not in default.stdout
+    kept = default.summary()
+    explicit = run_cli(*args, "run.retrieval_beyond_depth=true", cwd=tmp_path).summary()
+    for key in ("retrieval", "retrieval_cutoffs"):
+        assert kept[key] == explicit[key]
     assert kept["retrieval_cutoffs"]["dropped"] == []
     assert kept["retrieval_cutoffs"]["logged"] == [
         "recall_at_10", "ndcg_at_10", "precision_at_10", "hit_rate_at_10", "map_at_10"]

@@ -61,7 +61,8 @@ def test_a_floor_on_ndcg_fails_with_the_verdict_first(tmp_path: Path) -> None:
 
 def test_every_failing_metric_has_its_line(tmp_path: Path) -> None:
     result = run_cli(*data(tmp_path), "run.fail_under={mean: 0.8, ndcg_at_3: 0.5, "
-                     "-hit_rate_at_1: 0.4, recall_at_10: 0.1}", cwd=tmp_path)
+                     "-hit_rate_at_1: 0.4, recall_at_10: 0.1}",
+                     "run.retrieval_beyond_depth=false", cwd=tmp_path)
     assert result.returncode == 4
     lines = err_lines(result.stderr)
     verdict = f"error: gate failed: 3 of 4 gates of run.fail_under failed ({result.out_dir})"

@@ -176,19 +176,22 @@ def test_a_config_file_runs_as_a_marked_test(pytester: pytest.Pytester) -> None:
     assert "the body of a test below its floor never runs" not in out
 
 
-@pytest.mark.parametrize(("floors", "message"), [
-    ("{'mean': 0.5, 'ndcg_at_10': 0.5}", "floors['ndcg_at_10']: not computed: its cut-off is "
-     "above the longest retrieved list (3 chunks)"),
-    ("{'maen': 0.5}", "floors['maen']: this run has no such number (did you mean 'mean'?)"),
-    ("{'mean': 'high'}", "floors['mean']: expected a number, got 'high'"),
-    ("{}", "floors: expected a mapping of metric name"),
+@pytest.mark.parametrize(("floors", "overrides", "message"), [
+    # cut-offs above the depth dropped (by default they are scored, as trec_eval does)
+    ("{'mean': 0.5, 'ndcg_at_10': 0.5}", ["run.retrieval_beyond_depth=false"],
+     "floors['ndcg_at_10']: not computed: its cut-off is above the longest retrieved list "
+     "(3 chunks)"),
+    ("{'maen': 0.5}", [], "floors['maen']: this run has no such number (did you mean 'mean'?)"),
+    ("{'mean': 'high'}", [], "floors['mean']: expected a number, got 'high'"),
+    ("{}", [], "floors: expected a mapping of metric name"),
 ])
 def test_a_bad_floor_fails_in_one_line(
-    pytester: pytest.Pytester, floors: str, message: str
+    pytester: pytest.Pytester, floors: str, overrides: list[str], message: str
 ) -> None:
     pytester.makepyfile(test_bad=_test_file(
         "def test_bad(harness_eval):\n"
-        f"    harness_eval.assert_context_precision(SAMPLES, 'id_ranked', floors={floors})\n"))
+        f"    harness_eval.assert_context_precision(SAMPLES, 'id_ranked', floors={floors},\n"
+        f"                                          overrides={overrides!r})\n"))
     result = pytester.runpytest(*PLUGIN)
     result.assert_outcomes(failed=1)
     errors = [line for line in result.stdout.lines if line.startswith("error: ")]
