@@ -28,6 +28,12 @@ test -s run1/summary.json && test -s run1/samples.jsonl && test -s run1/report.h
 "$PY" -m harness 'metric=[id_ranked,non_llm]' run.progress=false tracking=none hydra.run.dir=run3
 "$PY" -c 'import json; v = json.load(open("run3/summary.json"))["variants"]; assert list(v) == ["id_ranked", "non_llm"], v'
 "$PY" -m harness -m metric=id_based,id_ranked run.progress=false hydra.sweep.dir=sweep
+# the README's sweep on the SciFact subset the wheel ships (nothing beside the package)
+"$PY" -m harness -m dataset=scifact_mini retriever=bm25 retriever.k1=0.9,1.2 retriever.top_k=5,10 \
+    run.progress=false tracking=none hydra.sweep.dir=sweep_scifact
+test -f sweep_scifact/3/summary.json
+# a finished run gives its labelling sheet (harness label)
+"$tmp/venv/bin/harness" label run1 5 --out sheet >/dev/null && test -f sheet/labels.csv
 "$tmp/venv/bin/harness" compare experiment=harness log=false
 "$tmp/venv/bin/harness" report run1
 "$tmp/venv/bin/harness" cache info
@@ -38,7 +44,7 @@ test -s run1/summary.json && test -s run1/samples.jsonl && test -s run1/report.h
 "$tmp/venv/bin/harness-cache" --help >/dev/null
 "$tmp/venv/bin/harness-compare" --help >/dev/null
 "$tmp/venv/bin/harness" --help >help.txt && grep -q "harness compare" help.txt
-for cmd in compare report cache; do "$tmp/venv/bin/harness" "$cmd" --help >/dev/null; done
+for cmd in compare report cache label; do "$tmp/venv/bin/harness" "$cmd" --help >/dev/null; done
 # a typo of a command is one line and exit 2
 set +e; "$tmp/venv/bin/harness" compar x 2>err; code=$?; set -e
 test "$code" = 2 && grep -q "did you mean 'harness compare'" err
