@@ -60,6 +60,10 @@ def prepare_retriever(parts: Parts) -> None:
     parts.retriever.prepare(corpus)
 
 
+#: Fields a dataset fills from ``dataset.corpus`` by id (``harness.datasets.corpus_texts``).
+_FROM_CORPUS = ("reference_contexts", "retrieved_contexts")
+
+
 def _load_for_judging(parts: Parts) -> list[RagSample]:
     """Read and validate every record, and check the endpoint, before the first judge call."""
     read = check_all(parts, list(parts.dataset.samples(parts.settings.limit)))
@@ -70,10 +74,13 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
     for field in sorted(metric.requires):
         if all(getattr(s, field) is None for s in samples):
             who = metric.needing(field)[0] if isinstance(metric, Panel) else metric.name
+            by_id = (" (or, when the records name them by id, give the documents with "
+                     "dataset.corpus=FILE)") if field in _FROM_CORPUS and (
+                parts.dataset.corpus() is None) else ""
             raise ConfigError(
                 f"metric {who} needs the field '{field}', which no record of "
                 f"{parts.dataset.source} has; map your column with "
-                f"dataset.fields.{field}=COLUMN or choose another metric"
+                f"dataset.fields.{field}=COLUMN{by_id} or choose another metric"
             )
     guarded(f"metric {parts.metric.name}", "preflight()", parts.metric.preflight)
     return samples
