@@ -20,8 +20,9 @@ from harness.core.errors import TrackingError
 from harness.core.redact import redact, redact_uri
 from harness.core.text import clip
 from harness.core.types import RunRecord
-from harness.tracking.mlflow import server, ui
+from harness.tracking.mlflow import server, ui, view
 from harness.tracking.mlflow.experiments import refuse_deleted
+from harness.tracking.mlflow.table import reader_views
 
 _CLIENTS: dict[str, Any] = {}
 _WRITABLE: set[str] = set()
@@ -257,9 +258,18 @@ def open_run(uri: str, experiment: str, run_name: str, tags: dict[str, str],
     """Create a RUNNING run begun at ``start_ms`` (epoch ms, default now; the job's start
     makes its duration the job's); return ``(run_id, experiment_id)``."""
     experiment_id = ensure_experiment(uri, experiment)
-    run = client(uri, write=True).create_run(experiment_id, start_time=start_ms,
-                                             run_name=run_name, tags=tags)
+    c = client(uri, write=True)
+    if "mlflow.parentRunId" not in tags:  # a sweep's job is named after its swept keys only
+        run_name = view.distinguishing_first(run_name, _recent_names(c, experiment_id))
+    run = c.create_run(experiment_id, start_time=start_ms, run_name=run_name, tags=tags)
     return run.info.run_id, experiment_id
+
+
+def _recent_names(c: Any, experiment_id: str) -> list[str]:
+    """The names of the experiment's latest single runs (no sweep parent, job or compare)."""
+    runs = c.search_runs([experiment_id], max_results=view.RECENT_RUNS)  # newest first
+    return [r.info.run_name for r in runs if r.info.run_name and not {
+        "mlflow.parentRunId", "harness.compare", "harness.sweep"} & set(r.data.tags)]
 
 
 def close_run(uri: str, run_id: str, record: RunRecord) -> None:
@@ -272,8 +282,10 @@ def close_run(uri: str, run_id: str, record: RunRecord) -> None:
     c = client(uri, write=True)
     now = int(time.time() * 1000)
     params = [Param(k, v) for k, v in record.params.items() if len(v) <= MAX_PARAM_VAL_LENGTH]
-    tags = [RunTag(k, v) for k, v in record.tags.items()]
-    metrics = [Metric(k, float(v), now, 0) for k, v in record.metrics.items()]
+    marks, prefix = view.coverage_marks(record.metrics, record.tags)
+    tags = [RunTag(k, v) for k, v in {**record.tags, **marks}.items()]
+    order = view.metric_order(record.metrics, record.params.get("run.objective", ""))
+    metrics = [Metric(k, float(record.metrics[k]), now, 0) for k in order]  # key ones first
     step = MAX_PARAMS_TAGS_PER_BATCH
     for i in range(0, max(len(params), len(tags), 1), step):
         c.log_batch(run_id, params=params[i : i + step], tags=tags[i : i + step])
@@ -281,20 +293,8 @@ def close_run(uri: str, run_id: str, record: RunRecord) -> None:
         c.log_batch(run_id, metrics=metrics[i : i + 1000])
     for path in record.artifacts:
         c.log_artifact(run_id, path)
-    extras = _reader_views(c, run_id, record)
-    if extras:
-        c.log_batch(run_id, tags=[RunTag(k, v) for k, v in extras.items()])
+    c.log_batch(run_id, tags=[RunTag(k, v) for k, v in reader_views(c, run_id, record).items()])
+    if prefix:  # a low-coverage run says so first in the runs list
+        c.update_run(run_id, name=prefix + c.get_run(run_id).info.run_name)
     c.set_terminated(run_id, record.status)
 
-
-def _reader_views(c: Any, run_id: str, record: RunRecord) -> dict[str, str]:
-    """Log the per-sample table and the dataset input (best effort: the run's numbers and
-    files are logged already); return the tags that go with them."""
-    from harness.tracking.mlflow.table import log_dataset, log_table
-
-    try:
-        tags = log_table(c, run_id, record.artifacts)
-        log_dataset(c, run_id, record.artifacts)
-    except Exception as e:  # MLflow raises many types; the run stands without them
-        return {"harness.eval_table": redact(f"not logged: {_first_line(e)}")}
-    return tags

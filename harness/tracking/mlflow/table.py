@@ -12,7 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.core.redact import redact
 from harness.core.text import clip
+from harness.core.types import RunRecord
 
 #: The table's artifact path (MLflow's "Evaluation"/artifact views list it as a table).
 TABLE_FILE = "eval/samples.json"
@@ -134,3 +136,16 @@ def log_dataset(c: Any, run_id: str, artifacts: list[str]) -> None:
 
     tag = InputTag("mlflow.data.context", "evaluation")
     c.log_inputs(run_id, datasets=[DatasetInput(Dataset(**found), tags=[tag])])
+
+
+def reader_views(c: Any, run_id: str, record: RunRecord) -> dict[str, str]:
+    """Log the per-sample table and the dataset input (best effort: the run's numbers and
+    files are logged already); return the tags that go with them."""
+    try:
+        tags = log_table(c, run_id, record.artifacts)
+        log_dataset(c, run_id, record.artifacts)
+    except Exception as e:  # MLflow raises many types; the run stands without them
+        lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+        why = clip(lines[0] if lines else type(e).__name__, 300)
+        return {"harness.eval_table": redact(f"not logged: {why}")}
+    return tags

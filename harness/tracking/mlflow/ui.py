@@ -2,10 +2,13 @@
 
 * ``mlflow.experimentKind=custom_model_development``: MLflow 3's UI opens an experiment of
   unknown kind on its GenAI overview ("0 traces"); of this kind, on the runs table.
-* ``mlflow.sharedViewState.harness``: a saved view of the runs table whose columns are the
-  key metrics, of the runs that scored something (the UI's own "share view" format: JSON
-  with ``selectedColumns`` and ``searchFilter``); the link ``runs_link`` opens the table
-  with it (``?viewStateShareKey=harness``), so no column has to be picked by hand.
+* ``mlflow.sharedViewState.harness``: a saved view of the classic runs table whose columns
+  are the key metrics, of the runs that scored something (the UI's own "share view"
+  format: JSON with ``selectedColumns`` and ``searchFilter``), opened by
+  ``?viewStateShareKey=harness`` on that table. The printed link ``runs_link`` does not
+  use it: a link with a share key always shows MLflow's "You're viewing a shared view"
+  banner, and MLflow 3.17 has no experiment-wide default view. It opens the *Evaluation
+  runs* table instead, which shows every metric as a column by default (``view``).
 
 A tag the user (or another tool) set already is never overwritten. Importing this module
 imports nothing from MLflow.
@@ -95,7 +98,14 @@ def run_link(base: str, experiment_id: str, run_id: str) -> str:
 
 
 def runs_link(base: str, experiment_id: str) -> str:
-    """The experiment's runs table (the classic ML view) with the key metrics as columns."""
+    """The experiment's *Evaluation runs* table: each run's metrics as columns, the key
+    ones first (``view``), and no saved view in the link (so no shared-view banner)."""
+    return f"{base}/#/experiments/{experiment_id}/evaluation-runs"
+
+
+def view_link(base: str, experiment_id: str) -> str:
+    """The classic runs table with the harness's saved view (MLflow shows its shared-view
+    banner above it)."""
     return (f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
             f"&viewStateShareKey={VIEW_KEY}")
 
