@@ -28,10 +28,12 @@ from harness.tracking.mlflow.store import close_run, open_run
 WIDTH, HEIGHT = 1400, 900
 BANNER = "You're viewing a shared view"
 #: Every metric a bm25 run of ``id_ranked`` logs, in the order the harness computes them.
-NAMES = ("mean n_samples n_scored n_unscored duration_s recall_at_5 ndcg_at_5 precision_at_5 "
-         "hit_rate_at_5 map_at_5 recall_at_10 ndcg_at_10 precision_at_10 hit_rate_at_10 "
-         "map_at_10 mrr retrieval_p50_ms retrieval_p95_ms retrieval_max_ms retrieval_mean_ms "
-         "retrieval_first_ms prepare_s index_build_s index_bytes scoring_s retrieval_depth").split()
+NAMES = ["mean", "n_samples", "n_scored", "n_unscored", "duration_s", "recall_at_5",
+         "ndcg_at_5", "precision_at_5", "hit_rate_at_5", "map_at_5", "recall_at_10",
+         "ndcg_at_10", "precision_at_10", "hit_rate_at_10", "map_at_10", "mrr",
+         "retrieval_p50_ms", "retrieval_p95_ms", "retrieval_max_ms", "retrieval_mean_ms",
+         "retrieval_first_ms", "prepare_s", "index_build_s", "index_bytes", "scoring_s",
+         "retrieval_depth"]
 BASE = "id_ranked·jsonl·path=questions.jsonl·corpus=corpus.jsonl·bm25"
 #: (name, mean, scored): three full runs and one that scored 7 of its 32 samples.
 RUNS = [(f"{BASE}·top_k=3", 0.6197916666666666, 32), (f"{BASE}·top_k=10", 0.615625, 32),
