@@ -70,8 +70,7 @@ def test_a_run_goes_to_the_harness_experiment_opened_on_its_runs_table(
     e, r = exp.experiment_id, run.info.run_id
     assert _row(result.stdout, "mlflow view") == f"http://127.0.0.1:5000/#/experiments/{e}/runs/{r}"
     assert _row(result.stdout, "mlflow runs") == (
-        f"http://127.0.0.1:5000/#/experiments/{e}/runs?workflowType=machine_learning"
-        "&viewStateShareKey=harness")
+        f"http://127.0.0.1:5000/#/experiments/{e}/evaluation-runs")
 
 
 def test_a_sweeps_runs_span_their_jobs(tmp_path: Path, mlflow_store: str) -> None:
@@ -112,8 +111,7 @@ def test_an_existing_experiment_gains_the_tags_it_lacks(mlflow_store: str) -> No
 def test_a_server_gets_links_without_credentials(uri: str, base: str) -> None:
     rows = ui.ui_lines(uri, "7", "abc123")
     assert rows == [("mlflow view", f"{base}/#/experiments/7/runs/abc123"),
-                    ("mlflow runs", f"{base}/#/experiments/7/runs?workflowType=machine_learning"
-                                    "&viewStateShareKey=harness")]
+                    ("mlflow runs", f"{base}/#/experiments/7/evaluation-runs")]
     assert "s3cret" not in repr(rows)
 
 
@@ -185,7 +183,7 @@ def test_the_runs_link_opens_the_table_with_the_key_metrics(tmp_path: Path) -> N
                 time.sleep(0.5)
         driver = chromium()
         driver.set_window_size(2400, 1200)  # the grid draws only the columns in view
-        driver.get(ui.runs_link(base, exp))
+        driver.get(ui.view_link(base, exp))
 
         def headers(d: object) -> list[str]:
             cells = d.find_elements("css selector", "[role=columnheader]")  # type: ignore[attr-defined]
