@@ -24,7 +24,8 @@ COMMANDS = [
     "python -m harness metric=id_based tracking=none run.limit=100",
     "python -m harness -m metric=id_based,id_ranked,non_llm",
     "python -m harness cache info",
-    "python -m harness -m dataset=scifact_mini retriever=bm25 retriever.k1=0.9,1.2 retriever.top_k=5,10",
+    "python -m harness -m dataset=scifact_mini retriever=bm25 retriever.k1=0.9,1.2 "
+    "retriever.top_k=5,10",
 ]
 #: Commands that read ../shared/data (SciFact): their own lane.
 SHARED_COMMANDS = [
