@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import subprocess
 import unicodedata
 from fnmatch import fnmatch
 from pathlib import Path
@@ -296,15 +297,27 @@ def _ignored(name: str) -> bool:
     return any(p and not p.startswith("#") and fnmatch(name, p) for p in patterns)
 
 
+def _tracked_tops() -> set[str] | None:
+    """The top-level folders that hold a file git tracks (a user's own ``mypkg/`` or the
+    README's ``outputs/`` in the clone are not the project's), or ``None`` outside git."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                                check=True, timeout=60).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {path.split("/", 1)[0] for path in listed.split("\0") if "/" in path}
+
+
 def test_layout_names_every_folder_and_group() -> None:
     block = section(read(DEVELOPMENT_DOC), "## Layout").split("```", 2)[1]
     conf_text = block.split("conf/", 1)[1].split("\ndocs/", 1)[0]
     named_groups = set(re.findall(r"[\w/]+", conf_text.split("(", 1)[1].split(")", 1)[0]))
     assert named_groups == set(groups()) - {"hydra"}, "Layout's conf/ groups vs conf/"
+    tracked = _tracked_tops()
     top = {
         p.name for p in ROOT.iterdir()
         if p.is_dir() and not p.name.startswith(".") and not _ignored(p.name)
-        and p.name != "shared"
+        and p.name != "shared" and (tracked is None or p.name in tracked)
     }
     for name in top:
         assert re.search(rf"^{re.escape(name)}/", block, re.MULTILINE), f"Layout lacks {name}/"
