@@ -277,8 +277,8 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
     result = run_cli("--help", cwd=tmp_path)
     assert result.returncode == 0
     for text in (
-        "dataset: beir, csv, dbpedia_entity, json, jsonl, mlflow_traces, parquet, sample, "
-        "scifact, trec, trec_dl19",
+        "dataset: beir, csv, dbpedia_entity, ir_datasets, json, jsonl, mlflow_traces, parquet, "
+        "sample, scifact, scifact_mini, trec, trec_dl19",
         "experiment: scifact_ann, scifact_ann_hybrid, scifact_bm25, scifact_bm25_optuna, "
             "scifact_chunking, scifact_retrievers",
         "metric: contextual_precision, id_based, id_ranked, llm_with_reference, "
