@@ -128,12 +128,12 @@ def summarise(blocks: list[dict[str, Any]], truth: float, n: int) -> list[Any]:
     kappas = [b["judge_agreement"]["kappa"] for b in blocks
               if b["judge_agreement"]["kappa"] is not None]
     q = statistics.quantiles(kappas, n=4) if len(kappas) > 1 else [float("nan")] * 3
-    above = sum(b["judge_mean"] > b["ci"][1] for b in blocks)
+    outside = sum(not b["ci"][0] <= b["judge_mean"] <= b["ci"][1] for b in blocks)
     return [n, covers("ci"), covers("labels_only_ci"), covers("judge_only_ci"),
             f"{width('ci'):.3f}", f"{width('labels_only_ci'):.3f}",
             f"{width('ci') / width('labels_only_ci'):.2f}",
             f"{statistics.median(kappas):.2f} ({q[0]:.2f}-{q[2]:.2f})",
-            f"{above}/{len(blocks)}"]
+            f"{outside}/{len(blocks)}"]
 
 
 def main() -> None:
@@ -198,7 +198,7 @@ def main() -> None:
     judge_mean = blocks[0]["judge_mean"]
     headers = ["labelled", "PPI++ covers", "labels-only covers", "judge-only covers",
                "PPI++ width", "labels-only width", "ratio",
-               "kappa, labelled chunks (median, IQR)", "judge mean above PPI++"]
+               "kappa, labelled chunks (median, IQR)", "judge mean outside PPI++"]
     relevant = sum(int(g >= MIN_GRADE) for v in grades.values() for g in v)
     print(f"data: {args.data}, {samples} samples x {K} chunks ({relevant} of "
           f"{samples * K} relevant), judge {args.model} ({args.preset}) at {args.base_url}\n"
