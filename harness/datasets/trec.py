@@ -35,13 +35,13 @@ from harness.datasets.documents import combined_sha256, corpus_file
 from harness.datasets.files import batched
 from harness.datasets.reading import file_sha256, setting_path, stat_file
 from harness.datasets.trec_files import (
-    Judged,
+    Qrels,
     Ranked,
     ScoreType,
-    load_run,
     load_trec_qrels,
     load_trec_queries,
 )
+from harness.datasets.trec_index import RunIndex
 
 
 def _required(key: str, value: object, what: str) -> Path:
@@ -105,9 +105,8 @@ class TrecDataset:
         self.min_grade, self.complete, self.limit = float(min_grade), complete, limit
         self.score_type: ScoreType = score_type
         self.source = str(self.run_path)
-        self._run: dict[str, Ranked] | None = None
-        self._tags: set[str] = set()
-        self._qrels: dict[str, Judged] | None = None
+        self._run: RunIndex | None = None
+        self._qrels: Qrels | None = None
         self._fractional: list[int] = []
         self._queries: dict[str, str] | None = None
         self._answers: dict[str, str] | None = None
@@ -137,12 +136,12 @@ class TrecDataset:
         """The documents of ``dataset.corpus``; None without one."""
         return None if self.documents is None else self.documents.corpus()
 
-    # -- loading (each file once, then kept) -------------------------------------------
+    # -- loading (each file checked once; the run indexed, the rest kept) -----------------
 
-    def _load(self) -> tuple[dict[str, Ranked], dict[str, Judged], dict[str, str]]:
+    def _load(self) -> tuple[RunIndex, Qrels, dict[str, str]]:
         if self._run is None:
-            self._run, self._tags = load_run(self.run_path, self.score_type)
-            if not self._run:
+            self._run = RunIndex(self.run_path, self.score_type).build()
+            if not len(self._run):
                 raise DatasetError(str(self.run_path), "holds no ranked document "
                                    "(lines of qid Q0 docid rank score tag; dataset.run)")
         if self._qrels is None:
@@ -161,7 +160,7 @@ class TrecDataset:
         """The run's judged queries in run order (then, with ``complete``, the judged
         queries the run lacks, in qrels order), cut to ``limit``."""
         run, qrels, _ = self._load()
-        ids = [q for q in run if q in qrels]
+        ids = [q for q in run.ids if q in qrels]
         if self.complete:
             ids += [q for q in qrels if q not in run]
         return ids if self.limit is None else ids[: self.limit]
@@ -186,23 +185,28 @@ class TrecDataset:
                 str(self.run_path),
                 f"none of its {len(run)} queries is among the {len(qrels)} judged in "
                 f"{self.qrels_path} (e.g. {next(iter(qrels))!r}; the run's first is "
-                f"{next(iter(run))!r}): the query ids must match",
+                f"{run.ids[0]!r}): the query ids must match",
             )
-        for qid in selected if limit is None else selected[:limit]:
-            ranked, judged = run.get(qid, []), qrels[qid]
-            ids = tuple(d for d, _ in ranked)
-            yield RagSample(
-                id=qid,
-                user_input=queries.get(qid),
-                reference=(self._answers or {}).get(qid),
-                retrieved_context_ids=ids,
-                retrieved_contexts=None if docs is None else self._texts(qid, ids, docs),
-                reference_context_ids=tuple(d for d, _ in judged),
-                reference_context_grades=tuple(g for _, g in judged),
-                reference_contexts=None if docs is None else tuple(
-                    docs[d].content for d, g in judged if g >= self.min_grade and d in docs
-                ),
-            )
+        with run.reader() as reader:
+            for qid in selected if limit is None else selected[:limit]:
+                yield self._sample(qid, reader.ranked(qid), qrels, queries, docs)
+
+    def _sample(self, qid: str, ranked: Ranked, qrels: Qrels, queries: dict[str, str],
+                docs: Mapping[str, Document] | None) -> RagSample:
+        judged = qrels[qid]
+        ids = tuple(d for d, _ in ranked)
+        return RagSample(
+            id=qid,
+            user_input=queries.get(qid),
+            reference=(self._answers or {}).get(qid),
+            retrieved_context_ids=ids,
+            retrieved_contexts=None if docs is None else self._texts(qid, ids, docs),
+            reference_context_ids=tuple(d for d, _ in judged),
+            reference_context_grades=tuple(g for _, g in judged),
+            reference_contexts=None if docs is None else tuple(
+                docs[d].content for d, g in judged if g >= self.min_grade and d in docs
+            ),
+        )
 
     def _texts(self, qid: str, ids: tuple[str, ...],
                docs: Mapping[str, Document]) -> tuple[str, ...]:
@@ -224,21 +228,21 @@ class TrecDataset:
         """The files, the counts, and what was left out."""
         run, qrels, queries = self._load()
         selected = self._selected()
-        grades: Counter[str] = Counter(f"{g:g}" for q in selected for _, g in qrels[q])
+        grades: Counter[str] = Counter(f"{g:g}" for q in selected for g in qrels.grades(q))
         out: dict[str, Any] = {
             "format": self.format,
             "path": str(self.run_path),
             "run": str(self.run_path),
             "qrels": str(self.qrels_path),
-            "run_tags": sorted(self._tags)[:10],
+            "run_tags": sorted(run.tags)[:10],
             "order": f"score (as C {self.score_type}) descending, ties by document id "
                      "descending (trec_eval)",
             "score_type": self.score_type,
             "queries": len(selected),
             "queries_with_relevant": sum(
-                1 for q in selected if any(g >= self.min_grade for _, g in qrels[q])
+                1 for q in selected if any(g >= self.min_grade for g in qrels.grades(q))
             ),
-            "run_queries_without_qrels": sum(1 for q in run if q not in qrels),
+            "run_queries_without_qrels": sum(1 for q in run.ids if q not in qrels),
             "qrels_queries_missing_from_run": sum(1 for q in qrels if q not in run),
             "complete": self.complete,
             "grades": dict(sorted(grades.items(), key=lambda kv: float(kv[0]))),

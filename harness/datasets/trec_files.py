@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -39,25 +41,33 @@ QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "relevance")
 _GRADE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)")
 
 
+def _cells(path: Path, raw: bytes, number: int, columns: tuple[str, ...], more: bool = False
+           ) -> list[str] | None:
+    """The cells of a line (None for a blank or comment line, first non-blank character
+    ``#``): ``len(columns)`` cells, or more with ``more`` (the rest dropped). Strict UTF-8
+    decoding leaves no lone surrogate to check for."""
+    cells = decode_line(raw, path, number).split()
+    if not cells or cells[0].startswith("#"):
+        return None
+    width = len(columns)
+    if len(cells) != width and not (more and len(cells) > width):
+        then = ", then anything" if more else ""
+        raise DatasetError(
+            str(path),
+            f"expected {width} whitespace-separated columns ({' '.join(columns)}"
+            f"{then}), got {len(cells)}",
+            line=number,
+        )
+    return cells[:width]
+
+
 def _rows(path: Path, columns: tuple[str, ...], more: bool = False
           ) -> Iterator[tuple[int, list[str]]]:
-    """``(line, cells)`` of each line that is neither blank nor a comment (first non-blank
-    character ``#``): ``len(columns)`` cells, or more with ``more`` (the rest dropped).
-    Strict UTF-8 decoding leaves no lone surrogate to check for."""
-    width = len(columns)
+    """``(line, cells)`` of each line that is neither blank nor a comment (``_cells``)."""
     for number, raw in read_lines(path):
-        cells = decode_line(raw, path, number).split()
-        if not cells or cells[0].startswith("#"):
-            continue
-        if len(cells) != width and not (more and len(cells) > width):
-            then = ", then anything" if more else ""
-            raise DatasetError(
-                str(path),
-                f"expected {width} whitespace-separated columns ({' '.join(columns)}"
-                f"{then}), got {len(cells)}",
-                line=number,
-            )
-        yield number, cells[:width]
+        cells = _cells(path, raw, number, columns, more)
+        if cells is not None:
+            yield number, cells
 
 
 def _number(path: Path, text: str, line: int, field: str) -> float:
@@ -104,46 +114,92 @@ def trec_order(ranked: Ranked, score_type: ScoreType = "float") -> Ranked:
     return [pair for _, pair in sorted(by_id, key=lambda kp: -kp[0])]
 
 
-def load_run(path: Path, score_type: ScoreType = "float") -> tuple[dict[str, Ranked], set[str]]:
-    """``{query id: documents best first}`` (queries in order of first appearance) and
-    the run's tags; a document listed twice for a query is an error, as in trec_eval."""
-    run: dict[str, dict[str, tuple[float, int]]] = {}
-    tags: set[str] = set()
-    for line, (qid, _, did, rank, score, tag) in _rows(path, RUN_COLUMNS, more=True):
-        try:
-            int(rank)
-        except ValueError:
-            raise DatasetError(
-                str(path), f"expected an integer rank, got {rank!r}", line=line, field="rank"
-            ) from None
-        value = _number(path, score, line, "score")
-        docs = run.setdefault(qid, {})
-        if did in docs:
-            raise DatasetError(
-                str(path),
-                f"query {qid!r} lists document {did!r} again (first on line {docs[did][1]}); "
-                "a run ranks each document once (trec_eval refuses duplicate docs): keep one",
-                line=line, field="doc_id",
-            )
-        docs[did] = (value, line)
-        tags.add(tag)
-    ordered = {q: trec_order([(d, s) for d, (s, _) in docs.items()], score_type)
-               for q, docs in run.items()}
-    return ordered, tags
+def run_cells(path: Path, raw: bytes, number: int) -> tuple[str, str, float, str] | None:
+    """``(query id, document id, score, tag)`` of a run line, checked (None for a blank or
+    comment line); the columns after the tag are ignored, as trec_eval ignores them."""
+    cells = _cells(path, raw, number, RUN_COLUMNS, more=True)
+    if cells is None:
+        return None
+    qid, _, did, rank, score, tag = cells
+    try:
+        int(rank)
+    except ValueError:
+        raise DatasetError(
+            str(path), f"expected an integer rank, got {rank!r}", line=number, field="rank"
+        ) from None
+    return qid, did, _number(path, score, number, "score"), tag
 
 
-def load_trec_qrels(path: Path) -> tuple[dict[str, Judged], list[int]]:
-    """``{query id: judged documents}`` and the lines whose grade had a fraction (truncated,
-    as trec_eval does); a document judged twice for a query is an error, as in trec_eval."""
-    qrels: dict[str, dict[str, tuple[float, int]]] = {}
+class Qrels:
+    """Judgments held compactly: a query's judged document ids, UTF-8 and joined by a space
+    (an id holds no whitespace), in one ``bytearray``, their grades in one ``array('d')``,
+    and per query (ids interned) where its stretch of each lies."""
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self._docs, self._grades = bytearray(), array("d")
+        self._at = array("Q")  # per query: start of its ids in _docs, of its grades, count
+        self._size = array("Q")  # per query: bytes of its ids
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._index
+
+    def __getitem__(self, qid: str) -> Judged:
+        i = self._index[qid]
+        start, size = self._at[3 * i], self._size[i]
+        docs = self._docs[start:start + size].decode("utf-8").split(" ")
+        return list(zip(docs, self.grades(qid), strict=True))
+
+    def grades(self, qid: str) -> array[float]:
+        """The query's grades, in file order."""
+        i = self._index[qid]
+        start, count = self._at[3 * i + 1], self._at[3 * i + 2]
+        return self._grades[start:start + count]
+
+    def put(self, qid: str, judged: dict[str, float]) -> None:
+        """Keep (replace) a query's judgments."""
+        i = self._index.setdefault(sys.intern(qid), len(self._index))
+        ids = " ".join(judged).encode("utf-8")
+        at = (len(self._docs), len(self._grades), len(judged))
+        if i == len(self._size):
+            self._at.extend(at)
+            self._size.append(len(ids))
+        else:  # a query met again (qrels not grouped): its new stretch replaces the old
+            self._at[3 * i:3 * i + 3] = array("Q", at)
+            self._size[i] = len(ids)
+        self._docs += ids
+        self._grades.extend(judged.values())
+
+
+def _first_judgment(path: Path, qid: str, did: str) -> int:
+    """The line of the first judgment of ``did`` for ``qid`` (for an error message)."""
+    return next(n for n, (q, _, d, _) in _rows(path, QRELS_COLUMNS) if q == qid and d == did)
+
+
+def load_trec_qrels(path: Path) -> tuple[Qrels, list[int]]:
+    """The judgments (``Qrels``) and the lines whose grade had a fraction (truncated, as
+    trec_eval does); a document judged twice for a query is an error, as in trec_eval."""
+    qrels = Qrels()
     fractional: list[int] = []
+    current: str | None = None
+    judged: dict[str, float] = {}  # the current query's, with those of its earlier lines
     for line, (qid, _, did, grade_text) in _rows(path, QRELS_COLUMNS):
         grade, cut = _grade(path, grade_text, line)
         if cut:
             fractional.append(line)
-        judged = qrels.setdefault(qid, {})
+        if qid != current:
+            if current is not None:
+                qrels.put(current, judged)
+            current = qid
+            judged = dict(qrels[qid]) if qid in qrels else {}
         if did in judged:
-            before, at = judged[did]
+            before, at = judged[did], _first_judgment(path, qid, did)
             said = (f"judged {grade:g} here and {before:g} on line {at}" if grade != before
                     else f"judged again (first on line {at})")
             raise DatasetError(
@@ -152,8 +208,10 @@ def load_trec_qrels(path: Path) -> tuple[dict[str, Judged], list[int]]:
                 "judged twice: keep one judgment",
                 line=line, field="relevance" if grade != before else "doc_id",
             )
-        judged[did] = (float(grade), line)
-    return {q: [(d, g) for d, (g, _) in docs.items()] for q, docs in qrels.items()}, fractional
+        judged[did] = float(grade)
+    if current is not None:
+        qrels.put(current, judged)
+    return qrels, fractional
 
 
 def load_trec_queries(path: Path) -> dict[str, str]:
