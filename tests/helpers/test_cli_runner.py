@@ -56,13 +56,13 @@ def test_in_process_run_leaves_the_process_as_it_was(tmp_path: Path) -> None:
 # alarm then stops the run): expected, not a leak
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_in_process_run_times_out_like_a_process(tmp_path: Path) -> None:
-    path = tmp_path / "d.jsonl"  # 100,000 samples: about 2 s of work
+    path = tmp_path / "d.jsonl"  # 400,000 samples: about 8 s of work on an idle machine
     path.write_text('{"retrieved_context_ids": ["a", "b"], "reference_context_ids": ["a"]}\n'
-                    * 100_000, "utf-8")
+                    * 400_000, "utf-8")
     started = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
         run_cli("dataset=jsonl", f"dataset.path={path}", "tracking=none", cwd=tmp_path,
                 timeout=0.3)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3.0  # stopped well before the work was done
     assert os.getcwd() != str(tmp_path)
     assert run_cli("run.limit=1", "tracking=none", cwd=tmp_path).returncode == 0  # Hydra reset
