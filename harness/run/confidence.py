@@ -171,9 +171,12 @@ def _label_counts(counts: dict[str, int]) -> str:
         ("partially_labelled_samples", "samples are labelled in part"),
         ("blank_rows", "rows have no verdict yet"),
     ) if counts.get(k)]
-    rows = counts.get("label_rows", 0)
+    rows, kept = counts.get("label_rows", 0), " (the run's outputs are kept, without an interval)"
+    if not rows and counts.get("blank_rows"):
+        return (f"none of its {counts['blank_rows']:,} rows has a verdict yet: fill in the "
+                "relevant column (1 relevant, 0 not)" + kept)
     return (f"of {rows:,} label rows, " + ", ".join(said) if said
-            else f"{rows:,} label rows") + " (the run's outputs are kept, without an interval)"
+            else f"{rows:,} label rows") + kept
 
 
 def human_labels(parts: Parts, variants: Sequence[str]) -> HumanLabels | None:

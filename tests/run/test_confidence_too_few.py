@@ -25,6 +25,8 @@ pytest.importorskip("ppi_py")
     ("one_and_a_part", "of 7 label rows, 1 samples are labelled in part"),
     # ids written in another form than the run's: none usable
     ("other_ids", "of 8 label rows, 8 name samples this run does not have"),
+    # a sheet drawn but not filled in yet
+    ("blank", "none of its 8 rows has a verdict yet: fill in the relevant column"),
 ])
 def test_too_few_labelled_samples_keep_the_outputs_and_exit_3(
         tmp_path: Path, rows_for: str, said: str) -> None:
@@ -33,6 +35,8 @@ def test_too_few_labelled_samples_keep_the_outputs_and_exit_3(
     ids = sorted(human)
     if rows_for == "one_and_a_part":
         rows = label_rows(human, ids[:1]) + label_rows(human, ids[1:2])[:3]
+    elif rows_for == "blank":
+        rows = [dict(r, relevant=None) for r in label_rows(human, ids[:2])]
     else:
         rows = [dict(r, id=r["id"].upper()) for r in label_rows(human, ids[:2])]
     labels = write_labels(tmp_path, rows)
