@@ -7,17 +7,15 @@ read here (moved, another machine), keeps its cut texts, and ``harness label`` s
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from harness.confidence.match import same_text
-from harness.confidence.sheet import COLUMNS
+from harness.confidence.sheet import write_sheet
 
 #: Line breaks JSON leaves raw but line readers split at, escaped as ``sheet`` writes them.
-_BREAKS = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029)}
 
 
 def corpus_texts(run_dir: Path, wanted: Collection[str]) -> dict[str, str] | None:
@@ -62,14 +60,7 @@ def fill_cut_texts(paths: dict[str, Path], run_dir: Path) -> int:
 
 def _write(paths: dict[str, Path], lines: list[dict[str, Any]], filled: int) -> None:
     """The sheet again, as ``harness.confidence.sheet.label_sheet`` writes it."""
-    with open(paths["csv"], "w", encoding="utf-8-sig", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(COLUMNS)
-        for line in lines:
-            writer.writerow(["" if line[c] is None else line[c] for c in COLUMNS])
-    with open(paths["jsonl"], "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False).translate(_BREAKS) + "\n")
+    write_sheet(paths, lines)
     record = json.loads(paths["draw"].read_text("utf-8"))
     record["texts_cut"] = sum(int(line["text_cut"]) for line in lines)
     record["texts_from_corpus"] = filled

@@ -76,6 +76,18 @@ def sheet_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def write_sheet(paths: dict[str, Path], lines: list[dict[str, Any]]) -> None:
+    """The sheet's two files (``paths["csv"]``, ``paths["jsonl"]``) from its ``lines``."""
+    with open(paths["csv"], "w", encoding="utf-8-sig", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS)
+        for line in lines:
+            writer.writerow(["" if line[c] is None else line[c] for c in COLUMNS])
+    with open(paths["jsonl"], "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line, ensure_ascii=False).translate(_BREAKS) + "\n")
+
+
 def label_sheet(run_dir: str | Path, n: int, seed: int, out: str | Path) -> dict[str, Path]:
     """Draw ``n`` samples of the finished run in ``run_dir`` with ``seed`` and write the
     labelling sheet into the folder ``out``: ``labels.csv``, ``labels.jsonl`` and
@@ -93,14 +105,7 @@ def label_sheet(run_dir: str | Path, n: int, seed: int, out: str | Path) -> dict
     chosen = set(drawn)
     lines = [s for k, r in rows.items() if k in chosen for s in sheet_rows(r)]
     folder.mkdir(parents=True, exist_ok=True)
-    with open(paths["csv"], "w", encoding="utf-8-sig", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(COLUMNS)
-        for line in lines:
-            writer.writerow(["" if line[c] is None else line[c] for c in COLUMNS])
-    with open(paths["jsonl"], "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False).translate(_BREAKS) + "\n")
+    write_sheet(paths, lines)
     rows_file = Path(run_dir) / "samples.jsonl"
     record = {
         "seed": seed, "n": n, "population": len(eligible), "drawn": drawn,
