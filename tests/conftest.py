@@ -83,6 +83,21 @@ def _fresh_pacing() -> None:
     pacing.forget()
 
 
+@pytest.fixture(autouse=True)
+def _mlflow_environment() -> Iterator[None]:
+    """MLflow's process-wide variables are as they were after every test: MLflow 3's
+    ``set_tracking_uri`` exports ``$MLFLOW_TRACKING_URI``, which a later test's subprocess
+    would otherwise inherit (a CI failure: a store of another test was read)."""
+    names = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME")
+    before = {name: os.environ.get(name) for name in names}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One SQLite MLflow store for the session (creating the schema costs seconds)."""

@@ -18,23 +18,26 @@ def active_store(uri: str, experiment: str) -> Iterator[str]:
     """Point MLflow's process-wide state at ``experiment`` of ``uri`` (what ``mlflow.trace``
     and ``mlflow.genai.evaluate`` log to) and yield the experiment's id; put all of it back
     afterwards: the tracking URI as it was (unset included: a later test's
-    ``$MLFLOW_TRACKING_URI`` then still counts), the active experiment and the
-    ``MLFLOW_EXPERIMENT_ID`` variable ``mlflow.set_experiment`` sets."""
+    ``$MLFLOW_TRACKING_URI`` then still counts), the active experiment, and the
+    ``MLFLOW_TRACKING_URI`` / ``MLFLOW_EXPERIMENT_ID`` variables MLflow 3 sets (a later
+    test's subprocess would inherit them)."""
     import mlflow
     from mlflow.tracking import fluent
     from mlflow.tracking._tracking_service import utils
 
-    saved = (utils._tracking_uri, fluent._active_experiment_id,
-             os.environ.get("MLFLOW_EXPERIMENT_ID"))
+    names = ("MLFLOW_EXPERIMENT_ID", "MLFLOW_TRACKING_URI")
+    saved = (utils._tracking_uri, fluent._active_experiment_id)
+    env = {name: os.environ.get(name) for name in names}
     mlflow.set_tracking_uri(uri)
     try:
         yield str(mlflow.set_experiment(experiment).experiment_id)
     finally:
-        utils._tracking_uri, fluent._active_experiment_id, env = saved
-        if env is None:
-            os.environ.pop("MLFLOW_EXPERIMENT_ID", None)
-        else:
-            os.environ["MLFLOW_EXPERIMENT_ID"] = env
+        utils._tracking_uri, fluent._active_experiment_id = saved
+        for name, value in env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def client(uri: str) -> MlflowClient:
