@@ -12,11 +12,23 @@ T = TypeVar("T")
 
 
 class LoopThread:
-    """Runs coroutines on one long-lived loop (clients bound to it stay valid)."""
+    """Runs coroutines on one long-lived loop (clients bound to it stay valid); several
+    owners may share one (``shared``): it stops when the last of them closes it."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._owners = 1
+
+    @property
+    def started(self) -> bool:
+        """Whether the loop runs (a coroutine was run on it and it was not closed since)."""
+        return self._loop is not None
+
+    def shared(self) -> LoopThread:
+        """This loop, with one more owner (each owner calls ``close`` once)."""
+        self._owners += 1
+        return self
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and wait for its result."""
@@ -34,8 +46,9 @@ class LoopThread:
             raise
 
     def close(self) -> None:
-        """Stop the loop and its thread."""
-        if self._loop is not None:
+        """Stop the loop and its thread (once every owner has closed it)."""
+        self._owners = max(0, self._owners - 1)
+        if self._owners == 0 and self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             assert self._thread is not None
             self._thread.join(timeout=5)

@@ -53,7 +53,8 @@ class OpenAIJudge:
         max_timeouts_in_a_row: Time-outs in a row, with nothing answered in between nor for
             two ``timeout``, that end the run (exit 2): the server accepts connections but
             does not answer. ``None``: never stop for time-outs.
-        max_concurrency: Requests in flight at most.
+        max_concurrency: Requests in flight at most (variants of one run judged at one
+            endpoint with the same settings share them: ``share_pacing``).
         pacing: ``adaptive`` (default): the limit on requests in flight starts low (or at
             the server's slot count when it tells) and follows the server's latency, 429s,
             503s and time-outs, up to ``max_concurrency`` (``harness.judges.transport.pacing``);
@@ -241,14 +242,10 @@ class OpenAIJudge:
             else:
                 return value, completion
             last = messages[-1]
-            attempt_messages = [
-                *messages[:-1],
-                {
-                    "role": last["role"],
-                    "content": f"{last['content']}\n\nYour previous reply could not be used "
-                    f"({clip(str(error), 300)}). Reply with only the JSON object described above.",
-                },
-            ]
+            note = (f"\n\nYour previous reply could not be used ({clip(str(error), 300)}). "
+                    "Reply with only the JSON object described above.")
+            attempt_messages = [*messages[:-1], {"role": last["role"],
+                                                 "content": last["content"] + note}]
         self.stats.failures += 1
         attempts = self.parse_retries + 1
         raise JudgeParseError(redact(
@@ -280,6 +277,11 @@ class OpenAIJudge:
         self.stats.saved_prompt_tokens += prompt
         self.stats.saved_completion_tokens += completion
         self.transport.charge(prompt, 0, completion, saved=True)
+
+    def share_pacing(self, other: Any) -> bool:
+        """Send ``other``'s requests (another judge of this run) under this one's pacing
+        budget when both send to the same endpoint with the same settings; whether they do."""
+        return isinstance(other, OpenAIJudge) and self.transport.share_pacing(other.transport)
 
     async def _resolve(self) -> None:
         """``judge.model=auto`` without a preflight: ask the server once."""

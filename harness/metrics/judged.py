@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -106,6 +106,17 @@ class JudgedMetric(BaseMetric):
         """Score samples concurrently, calling ``on_done(index, result)`` as each finishes."""
         return self._loop.run(self._score_all(samples, on_done))
 
+    @property
+    def loop(self) -> LoopThread:
+        """The event loop this metric's judge calls run on (a panel's members share one)."""
+        return self._loop
+
+    def scoring(self, samples: Sequence[RagSample], on_done: OnDone | None = None
+                ) -> Coroutine[Any, Any, list[SampleResult]]:
+        """``score_batch`` as a coroutine for ``loop``: a panel runs its judged members'
+        together on their one loop."""
+        return self._score_all(samples, on_done)
+
     async def _score_all(
         self, samples: Sequence[RagSample], on_done: OnDone | None
     ) -> list[SampleResult]:
@@ -184,3 +195,26 @@ class JudgedMetric(BaseMetric):
             self._loop.run(self.judge.aclose())
         finally:
             self._loop.close()
+
+
+def judge_together(members: Sequence[Any]) -> list[int]:
+    """Put the judged ones of ``members`` (a panel's) on one event loop, so that their batches
+    are judged at once, and their judges that send to one endpoint with the same settings
+    under one pacing budget (``share_pacing``: they share its capacity); return their
+    indices. A member whose loop already runs, or that scores its own way (a subclass's
+    ``score_batch``), is left alone."""
+    together = [i for i, m in enumerate(members)
+                if isinstance(m, JudgedMetric) and not m.loop.started
+                and type(m).score_batch is JudgedMetric.score_batch]
+    if len(together) < 2:
+        return []
+    first: JudgedMetric = members[together[0]]
+    for n, i in enumerate(together[1:], 1):
+        member: JudgedMetric = members[i]
+        member._loop.close()  # never started: nothing to stop
+        member._loop = first.loop.shared()
+        for earlier in together[:n]:
+            share = getattr(members[earlier].judge, "share_pacing", None)
+            if share is not None and share(member.judge):
+                break
+    return together

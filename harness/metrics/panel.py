@@ -8,15 +8,18 @@ other columns) are the first member's, as in a run of that variant alone, and
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.core.aio import LoopThread
 from harness.core.boundary import guarded
 from harness.core.errors import ComponentFailed
 from harness.core.protocols import Metric, OnDone
 from harness.core.types import RagSample, SampleResult
+from harness.metrics.judged import judge_together
 
 T = TypeVar("T")
 #: ``guarded(component, call, work)``: the boundary around a member's own code.
@@ -56,6 +59,8 @@ class Panel:
         self.name = self.members[0].name
         self.prevalidate = any(m.prevalidate for m in self.members)
         self.requires = frozenset().union(*(m.requires for m in self.members))
+        #: The judged members, judged at once on one loop (``judge_together``).
+        self.together = judge_together(self.members)
 
     @classmethod
     def built(cls, makers: Sequence[Callable[[], Metric]], names: Sequence[str],
@@ -88,9 +93,9 @@ class Panel:
     def score_batch(
         self, samples: Sequence[RagSample], on_done: OnDone | None = None
     ) -> list[SampleResult]:
-        """Every member scores the batch in turn; a sample's merged result goes to
-        ``on_done`` once every member has it (members that report as they finish and
-        members that just return both count)."""
+        """Every member scores the batch: the others in turn, then the judged ones at once
+        (``together``); a sample's merged result goes to ``on_done`` once every member has
+        it (members that report as they finish and members that just return both count)."""
         n = len(samples)
         got: list[dict[int, SampleResult]] = [{} for _ in self.members]
         merged: dict[int, SampleResult] = {}  # the one object a sample's result is
@@ -102,14 +107,13 @@ class Panel:
             if on_done is not None:
                 on_done(index, merged[index])
 
-        for m, member in enumerate(self.members):
-            def mine(index: int, result: SampleResult, m: int = m) -> None:
+        def mine(m: int) -> OnDone:
+            def done(index: int, result: SampleResult) -> None:
                 got[m][index] = result
                 ready(index)
+            return done
 
-            results = self._guarded(m, "score_batch()",
-                                    lambda member=member, mine=mine: member.score_batch(  # type: ignore[misc]
-                                        samples, mine))
+        def returned(m: int, results: Any) -> None:
             if not isinstance(results, list) or len(results) != n:
                 got_what = (f"{len(results)} results" if isinstance(results, list)
                             else f"a {type(results).__name__}")
@@ -119,7 +123,40 @@ class Panel:
                 if index not in got[m]:
                     got[m][index] = result
                     ready(index)
+
+        for m, member in enumerate(self.members):
+            if m not in self.together:
+                returned(m, self._guarded(m, "score_batch()",
+                                          lambda member=member, m=m: member.score_batch(  # type: ignore[misc]
+                                              samples, mine(m))))
+        if self.together:
+            for m, results in self._judged_together(samples, mine).items():
+                returned(m, results)
         return [merged[i] for i in range(n)]
+
+    def _judged_together(self, samples: Sequence[RagSample], mine: Callable[[int], OnDone]
+                         ) -> dict[int, list[SampleResult]]:
+        """The judged members' batches on their one loop at once; the first of them (in
+        list order) that fails stops the others and is raised, named."""
+        members: dict[int, Any] = {m: self.members[m] for m in self.together}
+
+        async def all_of() -> dict[int, list[SampleResult]]:
+            tasks = {m: asyncio.ensure_future(member.scoring(samples, mine(m)))
+                     for m, member in members.items()}
+            try:
+                await asyncio.wait(tasks.values(), return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                pending = [task for task in tasks.values() if not task.done()]
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+            for m, task in tasks.items():  # the others were cancelled for it
+                if not task.cancelled() and task.exception() is not None:
+                    self._guarded(m, "score_batch()", task.result)  # raises, naming it
+            return {m: task.result() for m, task in tasks.items()}
+
+        loop: LoopThread = members[self.together[0]].loop
+        return loop.run(all_of())
 
     def _merged(self, results: list[SampleResult]) -> SampleResult:
         head = results[0]

@@ -27,6 +27,7 @@ from harness.judges.replies import failures
 from harness.judges.replies.read import cached_tokens, read_completion, tokens
 from harness.judges.replies.schemas import schema
 from harness.judges.transport import sending
+from harness.judges.transport.budget import Budget
 from harness.judges.transport.pacing import MAX_RETRY_AFTER, Pacer
 from harness.judges.transport.silence import Silence
 
@@ -97,7 +98,9 @@ class ChatTransport:
         self._served: tuple[str, ...] = ()
         self.identity = identity.Identity()
         self._client: openai.AsyncOpenAI | None = None
-        self._pacer: Pacer | None = None
+        # one server, model, key and pacing: one budget (a provider's limits are per model and key)
+        self.budget = Budget(self._new_pacer, (self._url, model, api_key_env, self._credentials,
+                                               max_concurrency, pacing, timeout, max_wait))
         self._bodies: dict[tuple[str, str, bool, int, int | None], bytes] = {}
 
     @property
@@ -146,18 +149,27 @@ class ChatTransport:
 
     @property
     def pacer(self) -> Pacer:
-        """The permits for requests in flight (made at the first call: by then the preflight
-        may know the server's slots)."""
-        if self._pacer is None:
-            self._pacer = Pacer(
-                self.max_concurrency, adaptive=self.pacing == "adaptive",
-                slots=self.server_slots, stats=self.stats, timeout=self.timeout,
-                memory=f"{self._url}|{self.model}|{self.max_concurrency}",
-                max_wait=self.max_wait, where=self.endpoint.where,
-            )
-            # before any reply: a token quota counts at least max_tokens per request
-            self._pacer.note_tokens(self.max_tokens or 0)
-        return self._pacer
+        """The permits for requests in flight (``budget``'s, shared by ``share_pacing``)."""
+        return self.budget.get()
+
+    def _new_pacer(self) -> Pacer:
+        pacer = Pacer(
+            self.max_concurrency, adaptive=self.pacing == "adaptive",
+            slots=self.server_slots, stats=self.stats, timeout=self.timeout,
+            memory=f"{self._url}|{self.model}|{self.max_concurrency}",
+            max_wait=self.max_wait, where=self.endpoint.where,
+        )
+        pacer.note_tokens(self.max_tokens or 0)  # a token quota counts max_tokens per request
+        return pacer
+
+    def share_pacing(self, other: ChatTransport) -> bool:
+        """Send ``other``'s requests under this transport's pacing budget when both send to
+        the same endpoint with the same settings; whether they now share one. Its pacing
+        counters (``peak_in_flight``, ``backoffs``...) count into this one's stats."""
+        if not self.budget.admits(other.budget):
+            return False
+        other.budget = self.budget
+        return True
 
     async def preflight(self) -> None:
         """Check, before the first call, that the endpoint answers and accepts the key, and
@@ -252,8 +264,8 @@ class ChatTransport:
         self.stats.prompt_tokens += prompt
         self.stats.completion_tokens += done
         self.stats.cached_prompt_tokens += cached
-        if self._pacer is not None:  # a token quota counts max_tokens, as OpenAI's does
-            self._pacer.note_tokens(prompt + max(done, self.max_tokens or 0))
+        if self.budget.pacer is not None:  # a token quota counts max_tokens, as OpenAI's does
+            self.budget.pacer.note_tokens(prompt + max(done, self.max_tokens or 0))
         self.charge(prompt, cached, done)
 
     def unpriced(self) -> str | None:
