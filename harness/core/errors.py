@@ -72,7 +72,8 @@ class JudgeError(HarnessError):
 
 
 class JudgeUnavailable(HarnessError):
-    """The judge endpoint stopped accepting connections: the run stops, keeping its rows."""
+    """The judge endpoint stopped accepting connections, or refuses every call (the
+    account's quota is spent): the run stops, keeping its rows."""
 
 
 class ComponentFailed(HarnessError):

@@ -67,6 +67,7 @@ LabelKey = str | tuple[str, str]
 #: Forced outcomes accepted in the ``script`` knob (``400``..``404``: that error status).
 OUTCOMES = (
     "ok", "429", "500", "malformed", "hang", "mismatch", "400", "401", "403", "404", "503",
+    "quota",
 )
 
 #: Shapes of a 200 reply's parts (knobs ``content_shape``, ``usage_shape``, ``logprobs_shape``);
@@ -746,6 +747,11 @@ def _error_body(message: str, type_: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": None, "code": code}}
 
 
+#: OpenAI's message for a 429 of type and code ``insufficient_quota`` (no Retry-After).
+QUOTA_SPENT = ("You exceeded your current quota, please check your plan and billing details. "
+               "For more information on this error, read the docs: "
+               "https://platform.openai.com/docs/guides/error-codes/api-errors.")
+
 _STATUS_OUTCOMES = {
     "400": ("Invalid request (test judge).", "invalid_request_error", None),
     "401": ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
@@ -1110,6 +1116,10 @@ class JudgeServer:
             outcome = "ok"  # the grammar holds the count
         if outcome in _STATUS_OUTCOMES:
             return self._status_outcome(request, outcome)
+        if outcome == "quota":  # OpenAI's reply when the account's credit is spent
+            self.stats.incr(status_429=1)
+            return self._error(request, 429, QUOTA_SPENT, "insufficient_quota",
+                               "insufficient_quota")
         limits: dict[str, str] = {}
         if knobs.token_rate:
             # as OpenAI counts a request against its tokens per minute: the prompt and the

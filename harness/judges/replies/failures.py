@@ -192,6 +192,23 @@ def connection_failure(end: Endpoint, error: openai.APIConnectionError) -> Harne
     )
 
 
+def quota_spent(end: Endpoint, error: openai.APIStatusError) -> str | None:
+    """The line for a 429 that no wait cures: the account's credit or quota is spent
+    (OpenAI's ``insufficient_quota``); every other call would be refused too, so the run
+    stops (``None``: another 429, or another status)."""
+    body = getattr(error, "body", None)
+    kinds = {getattr(error, "code", None), getattr(error, "type", None)}
+    if isinstance(body, dict):
+        kinds |= {body.get("code"), body.get("type")}
+    if error.status_code != 429 or "insufficient_quota" not in kinds:
+        return None
+    message = _clip(headline(server_message(error)), 120)
+    return (f"judge: {end.where} refused the call: the account's quota is spent "
+            f"({status_text(429, message)}); waiting will not help: add credit or raise the "
+            "quota, or use another key (judge.api_key_env) or judge; finished rows are kept, "
+            "rerun to resume from the cache")
+
+
 def call_failure(end: Endpoint, error: openai.APIError, path: str) -> HarnessError:
     """The error a failed chat call raises: ``ConfigError`` stops the run (nothing will
     work until the config changes), ``JudgeError`` leaves this judgement unscored."""

@@ -126,6 +126,10 @@ async def post(
                     stats.calls += 1
                     ticket = pacer.renew(ticket)
                     continue
+                spent = failures.quota_spent(out.endpoint, error)
+                if spent is not None:  # every later call would be refused: none goes out
+                    stats.failures += 1
+                    raise silence.end(spent) from None
                 hint = retry_after(reply)
                 if status in CONGESTED:
                     past = waits.refused_past(reply, pacer.quotas)
