@@ -97,9 +97,10 @@ def from_store(run_id: str, uri: str, out: Path) -> Path:
     from harness.core.redact import redact_uri
     from harness.report.sweep import write_sweep_report
     from harness.report.write import rebuild_run
+    from harness.tracking.mlflow.sqlite_uri import local_file
     from harness.tracking.mlflow.store import client
 
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+    if (db := local_file(uri)) is not None and not db.is_file():
         raise TrackingError(f"no MLflow store at {uri} (set tracking_uri= or $MLFLOW_TRACKING_URI)")
     c = client(uri)
     try:

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.core.errors import ConfigError, TrackingError, closest
 from harness.core.redact import redact_uri
+from harness.tracking.mlflow.sqlite_uri import local_file
 from harness.tracking.mlflow.store import client
 
 
@@ -22,7 +23,7 @@ def open_experiment(uri: str, experiment: str | None) -> tuple[Any, Any]:
         TrackingError: No SQLite file at ``uri``, or no such experiment (with a
             did-you-mean).
     """
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+    if (db := local_file(uri)) is not None and not db.is_file():
         raise TrackingError(f"no MLflow store at {uri} (set tracking_uri= or $MLFLOW_TRACKING_URI)")
     c = LiveRuns(client(uri))
     if experiment is None:
@@ -75,7 +76,7 @@ def check_named_runs(uri: str, named: dict[str, str | None]) -> None:
 
     ids = {role: spec for role, spec in named.items()
            if spec and re.fullmatch(r"[0-9a-f]{32}", spec)}
-    if not ids or (uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file()):
+    if not ids or ((db := local_file(uri)) is not None and not db.is_file()):
         return
     c = client(uri)
     for role, spec in ids.items():

@@ -12,13 +12,11 @@ Importing this module imports nothing from MLflow.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 from harness.core.errors import TrackingError
 from harness.core.redact import redact_uri
-
-_SQLITE = "sqlite:///"
+from harness.tracking.mlflow.sqlite_uri import check_writable, local_file
 
 
 def deleted(uri: str, name: str, experiment_id: str) -> TrackingError:
@@ -38,14 +36,12 @@ def refuse_deleted(uri: str, experiment: Any) -> None:
 
 
 def check_local(uri: str, name: str) -> None:
-    """For a local SQLite store that exists: refuse experiment ``name`` if it is in the
-    trash, before any work (read-only; a store that cannot be read is left to MLflow's
+    """For a local SQLite store: refuse a URI that opens it read-only and, when it exists,
+    experiment ``name`` if it is in the trash, before any work (read-only; a store that cannot be read is left to MLflow's
     open, which names its fault)."""
-    path = uri.removeprefix(_SQLITE).split("?", 1)[0]
-    if not uri.startswith(_SQLITE) or path in ("", ":memory:"):
-        return
-    db = Path(path).expanduser()  # relative: the working directory's, as MLflow reads it
-    if not db.is_file():
+    check_writable(uri)
+    db = local_file(uri)  # relative: the working directory's, as MLflow reads it
+    if db is None or not db.is_file():
         return
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)

@@ -20,13 +20,12 @@ from harness.core.errors import TrackingError
 from harness.core.redact import redact, redact_uri
 from harness.core.text import clip
 from harness.core.types import RunRecord
-from harness.tracking.mlflow import server, ui, view
+from harness.tracking.mlflow import server, sqlite_uri, ui, view
 from harness.tracking.mlflow.experiments import refuse_deleted
 from harness.tracking.mlflow.table import reader_views
 
 _CLIENTS: dict[str, Any] = {}
 _WRITABLE: set[str] = set()
-_SQLITE = "sqlite:///"
 #: Seconds to wait for a local store that another process holds locked (MLflow's own wait).
 BUSY_TIMEOUT_S = 20.0
 #: Local stores up to this size get SQLite's ``quick_check`` when first opened (~1 ms/MB).
@@ -62,6 +61,8 @@ def client(uri: str, *, write: bool = False) -> Any:
         TrackingError: A local store that cannot be used, in one line (``failure``).
     """
     uri = absolute(uri)
+    if write:
+        sqlite_uri.check_writable(uri)
     if uri not in _CLIENTS or (write and uri not in _WRITABLE):
         with _store_lock(uri, write):
             if uri not in _CLIENTS:
@@ -81,27 +82,15 @@ def client(uri: str, *, write: bool = False) -> Any:
 
 
 def absolute(uri: str) -> str:
-    """A local SQLite store's URI with an absolute path: ``sqlite:///mlflow.db`` means the
-    working directory's database, also after the process changes directory."""
-    path = uri[len(_SQLITE) :]
-    if not uri.startswith(_SQLITE) or path == ":memory:" or path.startswith("/"):
-        return uri
-    return _SQLITE + str(Path(path).expanduser().absolute())
-
-
-def _local_file(uri: str) -> Path | None:
-    """The database file of a local SQLite store URI (``None`` for other stores)."""
-    path = uri[len(_SQLITE) :].split("?", 1)[0]
-    if not uri.startswith(_SQLITE) or path in ("", ":memory:"):
-        return None
-    return Path(path).expanduser()
+    """A local SQLite store's URI with an absolute path (``sqlite_uri.absolute``)."""
+    return sqlite_uri.absolute(uri)
 
 
 @contextlib.contextmanager
 def _store_lock(uri: str, write: bool) -> Iterator[None]:
     """For a local SQLite store: check its folder, hold an exclusive lock beside it and
     check the database inside (no-op for other stores)."""
-    db = _local_file(uri)
+    db = sqlite_uri.local_file(uri)
     if db is None:
         yield
         return

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from harness.tracking.mlflow import sqlite_uri
+
 KIND_TAG = "mlflow.experimentKind"
 KIND = "custom_model_development"
 VIEW_KEY = "harness"
@@ -83,7 +85,9 @@ def _server(uri: str) -> str | None:
 
 def _absolute(uri: str) -> str:
     """A local store with an absolute path (``mlflow ui`` may be run from elsewhere)."""
-    for prefix in ("sqlite:///", "file://", ""):
+    if uri.startswith(sqlite_uri.PREFIX):
+        return sqlite_uri.absolute(uri)
+    for prefix in ("file://", ""):
         if uri.startswith(prefix) and (prefix or ":" not in uri):
             path = uri[len(prefix):]
             if path and path != ":memory:" and not path.startswith("/"):
