@@ -206,13 +206,13 @@ def evaluate(
         ``harness.core.errors.ConfigError`` (led by a did-you-mean hint) for overrides Hydra
         cannot compose.
     """
-    from harness.config.compose import custom_settings
+    from harness.config.compose import caller_overrides
     from harness.datasets.memory import RecordsDataset
 
     metric = metric_choice(metric)
     tracking = "tracking=mlflow" if mlflow else "tracking=none"
     args = [f"metric={metric}", tracking, "run.quiet=true", "run.progress=false",
-            "run.report=false", *custom_settings(list(overrides))]
+            "run.report=false", *caller_overrides(overrides)]
     return run_in_process(
         args, metric, {"dataset": "records", "retriever": "precomputed", "metric": metric,
                        "tracking": tracking.split("=")[1]}, "api",

@@ -32,6 +32,14 @@ def custom_settings(args: list[str]) -> list[str]:
     return out
 
 
+def caller_overrides(overrides: Sequence[str]) -> list[str]:
+    """A Python caller's overrides, checked as the command line's are (an override Hydra's
+    grammar cannot read is one line naming it, ``ComposeError``), custom settings added."""
+    from harness.config.syntax import check_syntax
+
+    return custom_settings(check_syntax([str(o) for o in overrides]))
+
+
 def job_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config as plain containers, without Hydra's own node."""
     from omegaconf import OmegaConf

@@ -131,14 +131,14 @@ def run_overrides(metric: str | Sequence[str], overrides: Sequence[str]) -> Eval
     the runner the CLI uses (``harness.api.run_job``); ``metric`` may list several variants
     (``[a,b]`` or a list)."""
     from harness.api import metric_choice, run_in_process
-    from harness.config.compose import custom_settings
+    from harness.config.compose import caller_overrides
 
     metric = metric_choice(metric)
     given = merged(overrides)
     chosen = {k: v for k, _, v in (o.partition("=") for o in given) if "." not in k}
     tracking = [] if "tracking" in chosen else ["tracking=none"]
     args = [f"metric={metric}", *tracking, "run.quiet=true", "run.progress=false",
-            "run.report=false", *custom_settings(given)]
+            "run.report=false", *caller_overrides(given)]
     choices = {"dataset": "sample", "retriever": "precomputed", "tracking": "none", **{
         k: v for k, v in chosen.items() if k in ("dataset", "retriever", "tracking")}}
     return run_in_process(args, metric, choices, "test", refuse_shards=(
