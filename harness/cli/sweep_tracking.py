@@ -93,10 +93,11 @@ class SweepTracking(Callback):
             if sweep is not None:
                 _abort(sweep, "KILLED" if interrupted else "FAILED", _objective(config))
             return
+        report = None
         if config.get("run", {}).get("report", True):
             from harness.report.sweep import sweep_report
 
-            sweep_report(str(config.hydra.sweep.dir))
+            report = sweep_report(str(config.hydra.sweep.dir))
         objective = _objective(config)
         swept = swept_keys()
         os.environ.pop(SWEEP_KEYS_ENV, None)
@@ -106,7 +107,8 @@ class SweepTracking(Callback):
         if not config.get("run", {}).get("quiet", False):
             from harness.report.console import read_jobs, render
 
-            lines = sweep.console_lines() if sweep is not None else []
+            lines = [f"{'report':<14}{report.absolute()}"] if report is not None else []
+            lines += sweep.console_lines() if sweep is not None else []
             print(render(read_jobs(sweep_dir, objective), objective, sweep_dir, swept, lines))
 
 
