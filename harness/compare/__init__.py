@@ -20,10 +20,6 @@ from harness.compare.render import TOP_K, plot, render
 from harness.compare.stats import bootstrap_ci, paired_test, rank_rows, sign_flip_p, top_two
 from harness.compare.store import per_query, select_runs
 
-# The names these had before the package was split into modules.
-_per_query = per_query
-_test_top_two = top_two
-
 __all__ = [
     "COSMETIC",
     "TOP_K",

@@ -15,12 +15,12 @@ from conftest import ROOT
 
 from harness.cli.compare import parse
 from harness.compare import (
-    _per_query,
-    _test_top_two,
     bootstrap_ci,
     compare,
     paired_test,
+    per_query,
     sign_flip_p,
+    top_two,
 )
 from harness.core.errors import ConfigError, TrackingError
 
@@ -198,7 +198,7 @@ def test_different_query_sets_are_called_out():
             {"run_id": "r2", "run_name": "two", "value": 0.5, "dataset_sha256": "s"}]
     values = {"r1": {"q1": 1.0, "q2": 0.5}, "r2": {"q1": 0.5, "q2": 0.5, "q3": 0.5}}
     notes = []
-    test = _test_top_two(rows, values, notes, 2000, 0.95, 0)
+    test = top_two(rows, values, notes, 2000, 0.95, 0)
     # one non-zero difference (q1: +0.5): 2 sign patterns, both reach |0.5| -> p = 1
     assert (test["n_pairs"], test["mean_diff"], test["p_value"]) == (2, 0.25, 1.0)
     assert not test["same_queries"] and test["same_dataset"]
@@ -256,7 +256,7 @@ def test_per_query_values_skip_unscored_rows_and_read_retrieval_keys(tmp_path):
             out.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
             return str(out)
 
-    assert _per_query(Store(), "r", "mean", tmp_path) == {"a": 0.5, "3": 1.0}
-    assert _per_query(Store(), "r", "ndcg@10", tmp_path) == {"a": 1.0, "3": 0.25}
-    assert _per_query(Store(), "r", "ndcg_at_10", tmp_path) == {"a": 1.0, "3": 0.25}
-    assert _per_query(Store(), "r", "recall@10", tmp_path) is None
+    assert per_query(Store(), "r", "mean", tmp_path) == {"a": 0.5, "3": 1.0}
+    assert per_query(Store(), "r", "ndcg@10", tmp_path) == {"a": 1.0, "3": 0.25}
+    assert per_query(Store(), "r", "ndcg_at_10", tmp_path) == {"a": 1.0, "3": 0.25}
+    assert per_query(Store(), "r", "recall@10", tmp_path) is None
