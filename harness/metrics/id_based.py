@@ -10,7 +10,7 @@ from harness.core.protocols import OnDone
 from harness.core.types import RagSample, SampleResult, unscored
 from harness.core.validation import Range, check_value
 from harness.metrics.base import BaseMetric, missing_fields
-from harness.metrics.ranking import average_precision, set_precision
+from harness.metrics.ranking import average_precision
 
 Aggregate = Literal["set_precision", "average_precision"]
 #: The average-precision denominator's epsilon: a finite number >= 0.
@@ -71,17 +71,20 @@ class IdContextPrecision(BaseMetric):
 
     def score_one(self, sample: RagSample) -> SampleResult:
         """Score one sample."""
-        why = missing_fields(sample, self.requires)
-        if why:
-            return unscored(sample.id, why)
-        retrieved = sample.retrieved_context_ids or ()
+        retrieved = sample.retrieved_context_ids
+        if retrieved is None or sample.reference_context_ids is None:
+            why = missing_fields(sample, self.requires)
+            if why:
+                return unscored(sample.id, why)
+            retrieved = retrieved or ()
         relevant = self.relevant_ids(sample)
         verdicts = [1 if r in relevant else 0 for r in retrieved]
         if self.aggregate == "set_precision":
             if not retrieved:
                 return unscored(sample.id, "retrieved_context_ids is empty")
-            distinct = dict.fromkeys(retrieved)
-            score = set_precision([1 if r in relevant else 0 for r in distinct])
+            # ranking.set_precision of the distinct ids' verdicts: the same two whole numbers
+            distinct = set(retrieved)
+            score = len(distinct.intersection(relevant)) / len(distinct)
         else:
             seen: set[str] = set()
             for k, r in enumerate(retrieved):

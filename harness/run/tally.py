@@ -87,9 +87,10 @@ class Scores:
             return []
         self.scores.append(score)
         ranked = details.get("relevance") or verdicts or []
+        totals, relevant = self.rank_totals, self.rank_relevant
         for rank, verdict in enumerate(ranked[:MAX_RANK]):
-            self.rank_totals[rank] += 1
-            self.rank_relevant[rank] += verdict
+            totals[rank] += 1
+            relevant[rank] += verdict
         success = details.get("success")
         if success is not None:
             self.successes = (self.successes or 0) + bool(success)
@@ -172,8 +173,9 @@ class Tally(Scores):
         ranked = self.count(result.score, result.error, result.details, result.verdicts)
         if result.score is None:
             self.report_unscored.add(row, at=at)
-        else:
-            self.verdict_map.add((result.id, list(ranked[:MAX_RANK])))
+        else:  # (the map's entry is built only when it is kept)
+            kept = self.verdict_map
+            kept.add((result.id, list(ranked[:MAX_RANK])) if kept.wants() else None)
         self.report_rows.add(row)
         entries = result.details.get("variants") if self.variants else None
         if isinstance(entries, dict):
