@@ -35,7 +35,9 @@ from harness.datasets.documents import combined_sha256, corpus_file
 from harness.datasets.files import batched
 from harness.datasets.reading import file_sha256, setting_path, stat_file
 from harness.datasets.trec_files import (
+    Judged,
     Qrels,
+    QueryIds,
     Ranked,
     ScoreType,
     load_trec_qrels,
@@ -107,7 +109,7 @@ class TrecDataset:
         self.source = str(self.run_path)
         self._run: RunIndex | None = None
         self._qrels: Qrels | None = None
-        self._fractional: list[int] = []
+        self._ids: QueryIds | None = None
         self._queries: dict[str, str] | None = None
         self._answers: dict[str, str] | None = None
 
@@ -145,10 +147,11 @@ class TrecDataset:
                 raise DatasetError(str(self.run_path), "holds no ranked document "
                                    "(lines of qid Q0 docid rank score tag; dataset.run)")
         if self._qrels is None:
-            self._qrels, self._fractional = load_trec_qrels(self.qrels_path)
+            self._qrels = load_trec_qrels(self.qrels_path, self._run.table)
             if not self._qrels:
                 raise DatasetError(str(self.qrels_path), "holds no judgment (lines of qid 0 "
                                    "docid grade; dataset.qrels)")
+            self._ids = QueryIds(self._run.table)  # the id -> index dict is no longer needed
         if self._queries is None:
             path = self.queries_path
             self._queries = {} if path is None else load_trec_queries(path)
@@ -156,14 +159,19 @@ class TrecDataset:
             self._answers = {} if self.answers_path is None else load_answers(self.answers_path)
         return self._run, self._qrels, self._queries
 
-    def _selected(self) -> list[str]:
-        """The run's judged queries in run order (then, with ``complete``, the judged
-        queries the run lacks, in qrels order), cut to ``limit``."""
+    def _selected(self, limit: int | None = None) -> Iterator[tuple[str, int]]:
+        """``(query id, index)`` of the run's judged queries in run order (then, with
+        ``complete``, of the judged queries the run lacks, in qrels order), cut to
+        ``limit`` and to ``dataset.limit``: read off the shared table, nothing kept."""
         run, qrels, _ = self._load()
-        ids = [q for q in run.ids if q in qrels]
-        if self.complete:
-            ids += [q for q in qrels if q not in run]
-        return ids if self.limit is None else ids[: self.limit]
+        assert self._ids is not None
+        left = min(x for x in (limit, self.limit, len(self._ids)) if x is not None)
+        for qid, i in self._ids.items():  # the run's queries first, then the qrels'
+            if left <= 0 or (i >= run.count and not self.complete):
+                return
+            if qrels.has(i):
+                left -= 1
+                yield qid, i
 
     def _doc_index(self) -> Mapping[str, Document] | None:
         """The corpus by id (one index, kept: ``CorpusFile.by_id``); None without one."""
@@ -173,27 +181,27 @@ class TrecDataset:
 
     def estimate_count(self) -> int:
         """How many samples there are."""
-        return len(self._selected())
+        run, qrels, _ = self._load()
+        n = qrels.count(0, run.count) + (qrels.count(run.count) if self.complete else 0)
+        return n if self.limit is None else min(n, self.limit)
 
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:
         """One sample per selected query, at most ``limit``."""
         run, qrels, queries = self._load()
         docs = self._doc_index()
-        selected = self._selected()
-        if not selected and self.limit != 0:
+        if not self.estimate_count() and self.limit != 0:
             raise DatasetError(
                 str(self.run_path),
                 f"none of its {len(run)} queries is among the {len(qrels)} judged in "
-                f"{self.qrels_path} (e.g. {next(iter(qrels))!r}; the run's first is "
-                f"{run.ids[0]!r}): the query ids must match",
+                f"{self.qrels_path} (e.g. {qrels.first!r}; the run's first is "
+                f"{next(self._ids.items())[0] if self._ids else ''!r}): the query ids must match",
             )
         with run.reader() as reader:
-            for qid in selected if limit is None else selected[:limit]:
-                yield self._sample(qid, reader.ranked(qid), qrels, queries, docs)
+            for qid, i, ranked in reader.ranked(self._selected(limit)):
+                yield self._sample(qid, ranked, qrels.at(i), queries, docs)
 
-    def _sample(self, qid: str, ranked: Ranked, qrels: Qrels, queries: dict[str, str],
+    def _sample(self, qid: str, ranked: Ranked, judged: Judged, queries: dict[str, str],
                 docs: Mapping[str, Document] | None) -> RagSample:
-        judged = qrels[qid]
         ids = tuple(d for d, _ in ranked)
         return RagSample(
             id=qid,
@@ -227,8 +235,12 @@ class TrecDataset:
     def describe(self) -> dict[str, Any]:
         """The files, the counts, and what was left out."""
         run, qrels, queries = self._load()
-        selected = self._selected()
-        grades: Counter[str] = Counter(f"{g:g}" for q in selected for g in qrels.grades(q))
+        grades: Counter[str] = Counter()
+        with_relevant = 0
+        for _, i in self._selected():
+            judged = qrels.grades(i)
+            grades.update(f"{g:g}" for g in judged)
+            with_relevant += any(g >= self.min_grade for g in judged)
         out: dict[str, Any] = {
             "format": self.format,
             "path": str(self.run_path),
@@ -238,25 +250,24 @@ class TrecDataset:
             "order": f"score (as C {self.score_type}) descending, ties by document id "
                      "descending (trec_eval)",
             "score_type": self.score_type,
-            "queries": len(selected),
-            "queries_with_relevant": sum(
-                1 for q in selected if any(g >= self.min_grade for g in qrels.grades(q))
-            ),
-            "run_queries_without_qrels": sum(1 for q in run.ids if q not in qrels),
-            "qrels_queries_missing_from_run": sum(1 for q in qrels if q not in run),
+            "queries": self.estimate_count(),
+            "queries_with_relevant": with_relevant,
+            "run_queries_without_qrels": len(run) - qrels.count(0, len(run)),
+            "qrels_queries_missing_from_run": qrels.count(len(run)),
             "complete": self.complete,
             "grades": dict(sorted(grades.items(), key=lambda kv: float(kv[0]))),
             "min_grade": self.min_grade,
         }
-        if self._fractional:  # as trec_eval reads them; said, as the grades above show
-            out["fractional_grades_truncated"] = len(self._fractional)
-            out["fractional_grades_lines"] = self._fractional[:5]
+        if qrels.fractional:  # as trec_eval reads them; said, as the grades above show
+            out["fractional_grades_truncated"] = qrels.fractional
+            out["fractional_grades_lines"] = qrels.fractional_lines
         if self.queries_path is not None:
             out["queries_file"] = str(self.queries_path)
-            out["queries_without_text"] = sum(1 for q in selected if q not in queries)
+            out["queries_without_text"] = sum(1 for q, _ in self._selected() if q not in queries)
         if self.answers_path is not None:
             out["answers"] = str(self.answers_path)
-            out["queries_with_answer"] = sum(1 for q in selected if q in (self._answers or {}))
+            answers = self._answers or {}
+            out["queries_with_answer"] = sum(1 for q, _ in self._selected() if q in answers)
         if self.documents is not None:
             out.update(self.documents.describe(self.samples))  # qrels ids it lacks: counted
         return out

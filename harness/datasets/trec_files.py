@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,50 +130,100 @@ def run_cells(path: Path, raw: bytes, number: int) -> tuple[str, str, float, str
 
 
 class Qrels:
-    """Judgments held compactly: a query's judged document ids, UTF-8 and joined by a space
-    (an id holds no whitespace), in one ``bytearray``, their grades in one ``array('d')``,
-    and per query (ids interned) where its stretch of each lies."""
+    """Judgments held compactly: a query's judged document ids, UTF-8, joined by a space and
+    ended by a newline (an id holds no whitespace), in one ``bytearray``, their grades in one
+    ``array('d')``, and per query where its stretch of each starts. Queries are numbered by
+    ``table`` (query id -> index, shared with the run: a query the run lacks is added)."""
 
-    def __init__(self) -> None:
-        self._index: dict[str, int] = {}
+    def __init__(self, table: dict[str, int] | None = None) -> None:
+        self.table: dict[str, int] = {} if table is None else table
         self._docs, self._grades = bytearray(), array("d")
-        self._at = array("Q")  # per query: start of its ids in _docs, of its grades, count
-        self._size = array("Q")  # per query: bytes of its ids
+        self._doc_at = array("q", [-1]) * len(self.table)  # per query (-1: not judged)
+        self._grade_at = array("q", [0]) * len(self.table)
+        self.judged = 0                   # queries judged
+        self.first: str | None = None     # the first query of the file
+        self.fractional, self.fractional_lines = 0, list[int]()  # grades cut; first lines
 
     def __len__(self) -> int:
-        return len(self._index)
+        return self.judged
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
+    def __bool__(self) -> bool:
+        return self.judged > 0
+
+    def index(self, qid: str) -> int | None:
+        """The query's index in ``table``; None when it is not judged."""
+        i = self.table.get(qid)
+        return None if i is None or not self.has(i) else i
+
+    def has(self, i: int) -> bool:
+        """Whether query ``i`` (of ``table``) is judged."""
+        return i < len(self._doc_at) and self._doc_at[i] >= 0
 
     def __contains__(self, qid: object) -> bool:
-        return qid in self._index
+        return isinstance(qid, str) and self.index(qid) is not None
 
     def __getitem__(self, qid: str) -> Judged:
-        i = self._index[qid]
-        start, size = self._at[3 * i], self._size[i]
-        docs = self._docs[start:start + size].decode("utf-8").split(" ")
-        return list(zip(docs, self.grades(qid), strict=True))
+        i = self.index(qid)
+        if i is None:
+            raise KeyError(qid)
+        return self.at(i)
 
-    def grades(self, qid: str) -> array[float]:
-        """The query's grades, in file order."""
-        i = self._index[qid]
-        start, count = self._at[3 * i + 1], self._at[3 * i + 2]
-        return self._grades[start:start + count]
+    def at(self, i: int) -> Judged:
+        """Query ``i``'s judgments, in file order."""
+        start, first = self._doc_at[i], self._grade_at[i]
+        docs = self._docs[start:self._docs.index(b"\n", start)].decode("utf-8").split(" ")
+        return list(zip(docs, self._grades[first:first + len(docs)], strict=True))
+
+    def grades(self, i: int) -> array[float]:
+        """Query ``i``'s grades, in file order."""
+        start = self._doc_at[i]
+        count = self._docs.count(b" ", start, self._docs.index(b"\n", start)) + 1
+        return self._grades[self._grade_at[i]:self._grade_at[i] + count]
+
+    def count(self, lo: int = 0, hi: int | None = None) -> int:
+        """How many of the queries ``lo`` to ``hi`` (of ``table``) are judged."""
+        at = np.frombuffer(self._doc_at, dtype=np.int64)[lo:hi]
+        return int(np.count_nonzero(at >= 0))
 
     def put(self, qid: str, judged: dict[str, float]) -> None:
         """Keep (replace) a query's judgments."""
-        i = self._index.setdefault(sys.intern(qid), len(self._index))
-        ids = " ".join(judged).encode("utf-8")
-        at = (len(self._docs), len(self._grades), len(judged))
-        if i == len(self._size):
-            self._at.extend(at)
-            self._size.append(len(ids))
-        else:  # a query met again (qrels not grouped): its new stretch replaces the old
-            self._at[3 * i:3 * i + 3] = array("Q", at)
-            self._size[i] = len(ids)
-        self._docs += ids
+        i = self.table.setdefault(qid, len(self.table))
+        if i >= len(self._doc_at):
+            grow = i + 1 - len(self._doc_at)
+            self._doc_at.extend(array("q", [-1]) * grow)
+            self._grade_at.extend(array("q", [0]) * grow)
+        if self._doc_at[i] < 0:  # else a query met again (qrels not grouped): replaced
+            self.judged += 1
+            self.first = qid if self.first is None else self.first
+        self._doc_at[i], self._grade_at[i] = len(self._docs), len(self._grades)
+        self._docs += " ".join(judged).encode("utf-8") + b"\n"
         self._grades.extend(judged.values())
+
+
+class QueryIds:
+    """The query ids by index, once no id is looked up any more: UTF-8 in one byte buffer
+    with each id's end (about 12 bytes a query where the dict took about 120)."""
+
+    def __init__(self, table: dict[str, int]) -> None:
+        """Take the ids of ``table`` (numbered ``0 .. len - 1`` in its order) and empty it."""
+        self._text = bytearray()
+        self._ends = array("q")
+        for qid in table:
+            self._text += qid.encode("utf-8")
+            self._ends.append(len(self._text))
+        if len(self._text) < 1 << 32:
+            self._ends = array("I", self._ends)
+        table.clear()
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def items(self) -> Iterator[tuple[str, int]]:
+        """``(query id, index)`` in index order."""
+        text, start = self._text, 0
+        for i, end in enumerate(self._ends):
+            yield text[start:end].decode("utf-8"), i
+            start = end
 
 
 def _first_judgment(path: Path, qid: str, did: str) -> int:
@@ -182,17 +231,19 @@ def _first_judgment(path: Path, qid: str, did: str) -> int:
     return next(n for n, (q, _, d, _) in _rows(path, QRELS_COLUMNS) if q == qid and d == did)
 
 
-def load_trec_qrels(path: Path) -> tuple[Qrels, list[int]]:
-    """The judgments (``Qrels``) and the lines whose grade had a fraction (truncated, as
-    trec_eval does); a document judged twice for a query is an error, as in trec_eval."""
-    qrels = Qrels()
-    fractional: list[int] = []
+def load_trec_qrels(path: Path, table: dict[str, int] | None = None) -> Qrels:
+    """The judgments, their queries numbered by ``table`` (``Qrels``; grades with a fraction
+    truncated, as trec_eval does, and counted); a document judged twice for a query is an
+    error, as in trec_eval."""
+    qrels = Qrels(table)
     current: str | None = None
     judged: dict[str, float] = {}  # the current query's, with those of its earlier lines
     for line, (qid, _, did, grade_text) in _rows(path, QRELS_COLUMNS):
         grade, cut = _grade(path, grade_text, line)
         if cut:
-            fractional.append(line)
+            qrels.fractional += 1
+            if qrels.fractional <= 5:
+                qrels.fractional_lines.append(line)
         if qid != current:
             if current is not None:
                 qrels.put(current, judged)
@@ -211,7 +262,7 @@ def load_trec_qrels(path: Path) -> tuple[Qrels, list[int]]:
         judged[did] = float(grade)
     if current is not None:
         qrels.put(current, judged)
-    return qrels, fractional
+    return qrels
 
 
 def load_trec_queries(path: Path) -> dict[str, str]:
