@@ -68,12 +68,12 @@ class RunIndex:
         self.count = 0                      # the run's queries
         self.tags: set[str] = set()
         self._start = array("q")            # per block: byte offset of its first line
-        self._query: array[int] | None = array("I")  # per block: its query (None: sorted)
+        self._query: array[int] | None = array("I")  # per block: its query (until grouped)
         self._end = 0                       # the file's size (the last block's end)
         self._bound = 0                     # the offset of the line being checked
         self._signature: Signature | None = None
         self._by_query: np.ndarray | None = None  # blocks grouped by query (unsorted run)
-        self._first: np.ndarray | None = None     # each query's first entry in _by_query
+        self._first: np.ndarray | None = None     # each query's first entry in it, and end
 
     def __len__(self) -> int:
         return self.count
@@ -89,14 +89,24 @@ class RunIndex:
         try:
             self._scan()
         except DatasetError as e:
-            self.count = len(self.table)
+            self._group()
             self._raise_repeat(before=None if e.line is None else self._bound)
             raise
-        self.count = len(self.table)
+        self._group()
         self._raise_repeat(before=None)
-        if self.sorted:
-            self._query = None  # block i is query i
         return self
+
+    def _group(self) -> None:
+        """Count the queries and group an unsorted run's blocks by query, dropping the
+        blocks' query list (a sorted run's block i is query i)."""
+        self.count = len(self.table)
+        if not self.sorted and self._query is not None:
+            query = np.asarray(self._query)
+            kind = np.uint32 if len(query) < 1 << 32 else np.int64
+            self._by_query = np.argsort(query, kind="stable").astype(kind)
+            counts = np.bincount(query, minlength=self.count)
+            self._first = np.concatenate(([0], np.cumsum(counts))).astype(kind)
+        self._query = None
 
     def _scan(self) -> None:
         offset, current = 0, None
@@ -136,7 +146,8 @@ class RunIndex:
         before byte ``before`` (all lines: None); nothing when there is none."""
         if self.sorted or self._signature is None:
             return
-        counts = np.bincount(np.asarray(self._query), minlength=self.count)
+        assert self._first is not None
+        counts = np.diff(self._first)
         found: tuple[int, int, str, int] | None = None  # offset, query, doc, first offset
         with self._open() as f:
             for qi, rows in self._read(f, np.flatnonzero(counts > 1), before, scores=False):
@@ -164,15 +175,10 @@ class RunIndex:
     def _blocks(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The queries' blocks (a query's in file order), each block's query, and how many
         blocks each query has."""
-        if self._query is None:
+        if self._by_query is None or self._first is None:
             return queries, queries, np.ones(len(queries), dtype=np.int64)
-        if self._by_query is None:
-            query = np.asarray(self._query)
-            self._by_query = np.argsort(query, kind="stable").astype(np.uint32)
-            counts = np.bincount(query, minlength=self.count)
-            self._first = np.concatenate(([0], np.cumsum(counts)))
-        assert self._first is not None
-        lo, counts = self._first[queries], self._first[queries + 1] - self._first[queries]
+        lo = self._first[queries].astype(np.int64)
+        counts = self._first[queries + 1].astype(np.int64) - lo
         owner = np.repeat(queries, counts)
         within = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
         return self._by_query[np.repeat(lo, counts) + within].astype(np.int64), owner, counts
