@@ -58,9 +58,9 @@ def reference_texts(sample: RagSample, min_grade: float,
     """``{reference id: its text}`` for the ids of ``wanted`` (default: all) whose own text
     is known (see the module's docstring)."""
     ids, texts = sample.reference_context_ids or (), sample.reference_contexts
-    want = set(ids if wanted is None else wanted)
     if not ids or texts is None:
         return {}
+    want = set(ids if wanted is None else wanted)
     if len(texts) == len(ids):
         return {d: t for d, t in zip(ids, texts, strict=True) if d in want}
     if documents is not None and documents.available:

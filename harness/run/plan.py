@@ -129,7 +129,8 @@ def score(
                      [o.name for o in parse_objective(parts.settings.objective)],
                      variants=names, documents=CorpusTexts(parts.dataset.corpus),
                      max_reasons=max_reasons,
-                     observe=None if labels is None else labels.observe)
+                     observe=None if labels is None else labels.observe,
+                     report=parts.settings.report)
     if labels is not None:
         labels.finish(tally)
     return tally
