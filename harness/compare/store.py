@@ -11,8 +11,7 @@ from typing import Any
 
 from harness.core.errors import ConfigError, TrackingError, closest
 from harness.core.redact import redact_uri
-from harness.tracking.mlflow.sqlite_uri import local_file
-from harness.tracking.mlflow.store import client
+from harness.tracking.mlflow.store import client, local_file
 
 
 def open_experiment(uri: str, experiment: str | None) -> tuple[Any, Any]:

@@ -186,7 +186,7 @@ def test_a_typo_is_one_line_with_the_did_you_mean(tmp_path: Path) -> None:
                         "[In 'config': Could not find 'metric/id_basd']"),
         ("id_based", ["run.limt=3"], "'run.limt' is not a setting (did you mean 'limit'?)"),
         ("id_based", ["metrc=x"], "'metrc' is not a config group (did you mean 'metric'?)"),
-        ("id_based", ["run.limit=[1"], "Error when parsing"),
+        ("id_based", ["run.limit=[1"], "run.limit=[1: a bracket is not closed"),
     ],
 )
 def test_python_api_raises_our_config_error(

@@ -37,8 +37,8 @@ def refuse_deleted(uri: str, experiment: Any) -> None:
 
 def check_local(uri: str, name: str) -> None:
     """For a local SQLite store: refuse a URI that opens it read-only and, when it exists,
-    experiment ``name`` if it is in the trash, before any work (read-only; a store that cannot be read is left to MLflow's
-    open, which names its fault)."""
+    experiment ``name`` if it is in the trash, before any work (read-only; a store that
+    cannot be read is left to MLflow's open, which names its fault)."""
     check_writable(uri)
     db = local_file(uri)  # relative: the working directory's, as MLflow reads it
     if db is None or not db.is_file():
