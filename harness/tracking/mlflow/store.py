@@ -22,6 +22,7 @@ from harness.core.text import clip
 from harness.core.types import RunRecord
 from harness.tracking.mlflow import server, sqlite_uri, ui, view
 from harness.tracking.mlflow.experiments import refuse_deleted
+from harness.tracking.mlflow.sqlite_uri import local_file as local_file  # compare's reader
 from harness.tracking.mlflow.table import reader_views
 
 _CLIENTS: dict[str, Any] = {}
