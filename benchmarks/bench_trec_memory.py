@@ -11,11 +11,14 @@ Then, each in its own subprocess from a temporary directory, one after the other
         tracking=none run.progress=false hydra.run.dir=TMP/out
     python -m harness metric=id_ranked dataset=jsonl dataset.path=FILE ...
 
-and reads the child's peak RSS (``os.wait4``'s ``ru_maxrss``). A second lane measures the
-dataset alone: a subprocess iterates ``samples()`` under ``tracemalloc`` (peak traced
-bytes). It reports each peak, the TREC/JSONL ratio at each N (measured in the same run),
-and the slope in bytes per added query (least squares over the Ns). Usage:
-``.venv/bin/python benchmarks/bench_trec_memory.py [--full] [--repeats 1]``.
+and reads the child's peak RSS (``os.wait4``'s ``ru_maxrss``) and its wall time. Two more
+subprocesses measure the dataset alone: one iterates ``samples()`` under ``tracemalloc``
+(peak traced bytes), one times the same iteration without it (the read time). It reports
+each peak, the TREC/JSONL ratio at each N, the slope in bytes per added query (least
+squares over the Ns, and between the two largest), and the read and CLI times as ratios to
+the JSONL lane's in the same run (seconds are noisy on a loaded machine; ratios less so).
+Usage: ``.venv/bin/python benchmarks/bench_trec_memory.py [--full] [--ns 50000,200000]
+[--repeats 1]``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +46,14 @@ from harness.datasets.{module} import {cls}
 data = {cls}(*json.loads(sys.argv[1]))
 n = sum(1 for _ in data.samples())
 print(json.dumps({{"n": n, "peak": tracemalloc.get_traced_memory()[1]}}))
+"""
+_READ = """
+import json, sys, time
+from harness.datasets.{module} import {cls}
+data = {cls}(*json.loads(sys.argv[1]))
+start = time.perf_counter()
+n = sum(1 for _ in data.samples())
+print(json.dumps({{"n": n, "seconds": time.perf_counter() - start}}))
 """
 
 
@@ -72,8 +84,9 @@ def write_files(work: Path, n: int) -> dict[str, Path]:
     return paths
 
 
-def _child(cmd: list[str], work: Path) -> tuple[str, float]:
-    """Run ``cmd``; its stdout and its peak RSS in MiB."""
+def _child(cmd: list[str], work: Path) -> tuple[str, float, float]:
+    """Run ``cmd``; its stdout, its peak RSS in MiB and its wall time."""
+    start = time.perf_counter()
     with open(work / "log.txt", "wb") as log:
         proc = subprocess.Popen(cmd, cwd=work, env=common.child_env(), stdout=subprocess.PIPE,
                                 stderr=log)
@@ -81,37 +94,40 @@ def _child(cmd: list[str], work: Path) -> tuple[str, float]:
         _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{(work / 'log.txt').read_text(errors='replace')}")
-    return out, usage.ru_maxrss / 1024
+    return out, usage.ru_maxrss / 1024, time.perf_counter() - start
 
 
-def cli_peak(lane: str, paths: dict[str, Path], work: Path, n: int) -> float:
-    """Peak RSS (MiB) of one CLI run of ``lane``; checks that every query was scored."""
+def cli_peak(lane: str, paths: dict[str, Path], work: Path, n: int) -> tuple[float, float]:
+    """Peak RSS (MiB) and wall time of one CLI run of ``lane``; checks that every query
+    was scored."""
     out = work / f"out_{lane}_{n}"
     data = (["dataset=jsonl", f"dataset.path={paths['jsonl']}"] if lane == "jsonl" else
             ["dataset=trec", f"dataset.run={paths['run' if lane == 'trec_sorted' else 'rr']}",
              f"dataset.qrels={paths['qrels']}"])
     cmd = [common.PYTHON, "-m", "harness", "metric=id_ranked", *data, "tracking=none",
            "run.progress=false", f"hydra.run.dir={out}"]
-    _, rss = _child(cmd, work)
+    _, rss, seconds = _child(cmd, work)
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["n_samples"] == n, (lane, summary["n_samples"])
     for f in out.rglob("*"):
         if f.is_file():
             f.unlink()
-    return rss
+    return rss, seconds
 
 
-def dataset_peak(lane: str, paths: dict[str, Path], work: Path, n: int) -> float:
-    """Peak traced MiB of iterating the dataset's samples alone (``tracemalloc``)."""
+def dataset_alone(lane: str, paths: dict[str, Path], work: Path, n: int, code: str,
+                  key: str) -> float:
+    """``key`` of the child running ``code`` (``_ALONE``, ``_READ``) on the lane's files."""
     if lane == "jsonl":
-        code, args = _ALONE.format(module="files", cls="JsonlDataset"), [str(paths["jsonl"])]
+        module, cls, args = "files", "JsonlDataset", [str(paths["jsonl"])]
     else:
-        code = _ALONE.format(module="trec", cls="TrecDataset")
+        module, cls = "trec", "TrecDataset"
         args = [str(paths["run" if lane == "trec_sorted" else "rr"]), str(paths["qrels"])]
-    out, _ = _child([common.PYTHON, "-c", code, json.dumps(args)], work)
+    out, _, _ = _child([common.PYTHON, "-c", code.format(module=module, cls=cls),
+                        json.dumps(args)], work)
     got = json.loads(out)
     assert got["n"] == n, (lane, got)
-    return float(got["peak"]) / 2**20
+    return float(got[key])
 
 
 def slope(ns: list[int], mib: list[float]) -> float:
@@ -121,42 +137,66 @@ def slope(ns: list[int], mib: list[float]) -> float:
     return num / sum((x - mx) ** 2 for x in ns) * 2**20
 
 
-def main() -> None:
-    """Generate, measure, print and save."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="add 1,000,000 queries")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per lane (max reported)")
-    args = parser.parse_args()
-    ns = [50_000, 200_000] + ([1_000_000] if args.full else [])
-    cli: dict[str, list[float]] = {lane: [] for lane in LANES}
-    alone: dict[str, list[float]] = {lane: [] for lane in LANES}
+def _measure(ns: list[int], repeats: int) -> dict[str, dict[str, list[float]]]:
+    """Every lane at every N: CLI peak (MiB) and time, ``samples()`` peak (MiB) and time."""
+    got: dict[str, dict[str, list[float]]] = {
+        what: {lane: [] for lane in LANES} for what in ("cli", "cli_s", "alone", "read_s")}
     with tempfile.TemporaryDirectory(prefix="bench_trec_memory_") as tmp:
         work = Path(tmp)
         for n in ns:
             paths = write_files(work, n)
             for lane in LANES:
-                cli[lane].append(max(cli_peak(lane, paths, work, n)
-                                     for _ in range(args.repeats)))
-                alone[lane].append(dataset_peak(lane, paths, work, n))
-                print(f"{n:>9,} {lane:<14} CLI peak RSS {cli[lane][-1]:7.1f} MiB, "
-                      f"samples() alone {alone[lane][-1]:7.1f} MiB", flush=True)
+                runs = [cli_peak(lane, paths, work, n) for _ in range(repeats)]
+                got["cli"][lane].append(max(r[0] for r in runs))
+                got["cli_s"][lane].append(min(r[1] for r in runs))
+                got["alone"][lane].append(
+                    dataset_alone(lane, paths, work, n, _ALONE, "peak") / 2**20)
+                got["read_s"][lane].append(dataset_alone(lane, paths, work, n, _READ, "seconds"))
+                print(f"{n:>9,} {lane:<14} CLI peak RSS {got['cli'][lane][-1]:7.1f} MiB "
+                      f"({got['cli_s'][lane][-1]:.1f} s), samples() alone "
+                      f"{got['alone'][lane][-1]:7.1f} MiB ({got['read_s'][lane][-1]:.1f} s)",
+                      flush=True)
             for p in paths.values():
                 p.unlink()
+    return got
+
+
+def main() -> None:
+    """Generate, measure, print and save."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="add 1,000,000 queries")
+    parser.add_argument("--ns", help="comma-separated query counts (instead of the default)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per lane (max reported)")
+    args = parser.parse_args()
+    ns = ([int(x) for x in args.ns.split(",")] if args.ns else
+          [50_000, 200_000] + ([1_000_000] if args.full else []))
+    got = _measure(ns, args.repeats)
+    cli, alone = got["cli"], got["alone"]
     rows = []
     for lane in LANES:
         ratios = [f"{t / j:.2f}x" for t, j in zip(cli[lane], cli["jsonl"], strict=True)]
         rows.append([lane, *(f"{m:.0f}" for m in cli[lane]), " / ".join(ratios),
-                     f"{slope(ns, cli[lane]):,.0f}", f"{slope(ns, alone[lane]):,.0f}"])
+                     f"{slope(ns, cli[lane]):,.0f}", f"{slope(ns[-2:], cli[lane][-2:]):,.0f}",
+                     f"{slope(ns, alone[lane]):,.0f}"])
     heads = ["path", *(f"peak RSS MiB, {n // 1000}k" for n in ns), "vs JSONL",
-             "CLI bytes/query", "samples() alone bytes/query"]
+             "CLI bytes/query", f"CLI bytes/query {ns[-2] // 1000}k-{ns[-1] // 1000}k",
+             "samples() alone bytes/query"]
     print(common.markdown_table(heads, rows))
+    times = [[lane, *(f"{r / j:.2f}x / {c / k:.2f}x" for r, j, c, k in zip(
+        got["read_s"][lane], got["read_s"]["jsonl"], got["cli_s"][lane], got["cli_s"]["jsonl"],
+        strict=True))] for lane in LANES]
+    print(common.markdown_table(["path", *(f"read / CLI time vs JSONL, {n // 1000}k"
+                                           for n in ns)], times))
     result: dict[str, Any] = {
         "benchmark": "bench_trec_memory", "machine": common.machine(), "ns": ns,
         "docs_per_query": DOCS, "judged_per_query": JUDGED, "repeats": args.repeats,
         "statistic": "peak RSS (ru_maxrss) of the CLI child, max of repeats; tracemalloc peak "
-                     "of samples() alone; slope: least squares over N",
+                     "of samples() alone; slope: least squares over N, and between the two "
+                     "largest N; times: one run each (CLI: min of repeats), as ratios",
         "cli_peak_mib": cli, "alone_peak_mib": alone,
+        "cli_seconds": got["cli_s"], "read_seconds": got["read_s"],
         "cli_bytes_per_query": {lane: slope(ns, cli[lane]) for lane in LANES},
+        "cli_bytes_per_query_last": {lane: slope(ns[-2:], cli[lane][-2:]) for lane in LANES},
         "alone_bytes_per_query": {lane: slope(ns, alone[lane]) for lane in LANES},
     }
     print(f"results: {common.write_results('bench_trec_memory', result)}")
