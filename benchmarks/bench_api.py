@@ -15,15 +15,13 @@ calls cannot finish faster than ``N * latency / concurrency``. The verdict cache
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Literal
 
-from bench_judge import make_samples, start_server
+from bench_judge import as_dicts, judge_serving, make_samples
 from common import REPO, forget_pacing, judge_bench_parser, machine, markdown_table, write_results
 
 sys.path.insert(0, str(REPO))
@@ -34,13 +32,6 @@ ID_ROWS = [
      "reference_context_ids": [f"d{i}"]}
     for i in range(200)
 ]
-
-
-def as_dicts(samples: list[Any]) -> list[dict[str, Any]]:
-    """``RagSample`` objects as the dicts a user hands to ``evaluate``."""
-    return [{"id": s.id, "user_input": s.user_input, "reference": s.reference,
-             "response": s.response, "retrieved_contexts": list(s.retrieved_contexts)}
-            for s in samples]
 
 
 def time_id_based(repeats: int) -> dict[str, Any]:
@@ -112,31 +103,23 @@ def main() -> None:
     rows = as_dicts(samples)
     variants = {"pointwise": "llm_with_reference", "listwise_with_reason": "contextual_precision"}
     runs: dict[str, list[dict[str, Any]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        labels_path = Path(tmp) / "labels.json"
-        labels_path.write_text(json.dumps(labels))
-        server, base_url = start_server(labels_path, args.latency_ms, args.concurrency,
-                                        "--latency-sd-ms", str(args.latency_sd_ms))
-        try:
-            for r in range(args.rounds):  # interleaved: API, then direct, per variant
-                for kind, metric in variants.items():
-                    if not args.warm:
-                        forget_pacing()
-                    api = run_api(base_url, rows, metric, args.concurrency, args.pacing)
-                    if not args.warm:
-                        forget_pacing()
-                    direct = run_direct(base_url, samples, metric, args.concurrency, args.pacing)
-                    assert api["scores"] == direct["scores"], kind
-                    runs.setdefault(f"api_{kind}", []).append(api)
-                    runs.setdefault(f"direct_{kind}", []).append(direct)
+    with judge_serving(labels, args) as (base_url, tmp):
+        for r in range(args.rounds):  # interleaved: API, then direct, per variant
+            for kind, metric in variants.items():
                 if not args.warm:
                     forget_pacing()
-                cached = run_api(base_url, rows, "llm_with_reference", args.concurrency,
-                                 args.pacing, Path(tmp) / f"verdicts-{r}.sqlite")
-                runs.setdefault("api_pointwise_cache_on", []).append(cached)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+                api = run_api(base_url, rows, metric, args.concurrency, args.pacing)
+                if not args.warm:
+                    forget_pacing()
+                direct = run_direct(base_url, samples, metric, args.concurrency, args.pacing)
+                assert api["scores"] == direct["scores"], kind
+                runs.setdefault(f"api_{kind}", []).append(api)
+                runs.setdefault(f"direct_{kind}", []).append(direct)
+            if not args.warm:
+                forget_pacing()
+            cached = run_api(base_url, rows, "llm_with_reference", args.concurrency,
+                             args.pacing, tmp / f"verdicts-{r}.sqlite")
+            runs.setdefault("api_pointwise_cache_on", []).append(cached)
 
     result: dict[str, Any] = {
         "benchmark": "bench_api", "machine": machine(), "n_samples": n, "chunks": 5,

@@ -14,11 +14,13 @@ jitter of ``--latency-sd-ms``, 25 % of it by default, as real servers vary) and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,22 @@ def start_server(
     return proc, line.split(" ", 1)[1]
 
 
+@contextlib.contextmanager
+def judge_serving(labels: list[dict[str, Any]], args: Any) -> Iterator[tuple[str, Path]]:
+    """The test judge answering from ``labels`` with the benchmark's latency, jitter and
+    slots (``judge_bench_parser``'s options), stopped afterwards: its base URL and a
+    temporary folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        labels_path = Path(tmp) / "labels.json"
+        labels_path.write_text(json.dumps(labels))
+        server, base_url = start_server(labels_path, args.latency_ms, args.concurrency,
+                                        "--latency-sd-ms", str(args.latency_sd_ms))
+        try:
+            yield base_url, Path(tmp)
+        finally:
+            stop_server(server)
+
+
 def stop_server(proc: subprocess.Popen[str]) -> dict[str, Any]:
     """Stop the test judge; return its counters (``STATS`` on its stderr)."""
     proc.terminate()
@@ -82,6 +100,13 @@ def make_samples(n: int, chunks: int) -> tuple[list[Any], list[dict[str, Any]]]:
                                  reference=f"Answer {i}.", response=f"Answer {i}.",
                                  retrieved_contexts=tuple(texts)))
     return samples, labels
+
+
+def as_dicts(samples: list[Any]) -> list[dict[str, Any]]:
+    """``RagSample`` objects as the dicts a user hands to ``evaluate``."""
+    return [{"id": s.id, "user_input": s.user_input, "reference": s.reference,
+             "response": s.response, "retrieved_contexts": list(s.retrieved_contexts)}
+            for s in samples]
 
 
 def run_ours(
@@ -160,28 +185,19 @@ def main() -> None:
     args = parser.parse_args()
     n = 40 if args.small else 200
     samples, labels = make_samples(n, 5)
-    with tempfile.TemporaryDirectory() as tmp:
-        labels_path = Path(tmp) / "labels.json"
-        labels_path.write_text(json.dumps(labels))
-        server, base_url = start_server(labels_path, args.latency_ms, args.concurrency,
-                                        "--latency-sd-ms", str(args.latency_sd_ms))
-        try:
-            runs: dict[str, list[dict[str, Any]]] = {"ours_pointwise": [],
-                                                      "plain_sdk_pointwise": [],
-                                                      "ours_listwise_with_reason": []}
-            for _ in range(args.rounds):
-                if not args.warm:
-                    forget_pacing()
-                runs["ours_pointwise"].append(
-                    run_ours(base_url, samples, "llm_with_reference", args.concurrency))
-                runs["plain_sdk_pointwise"].append(run_plain(base_url, samples, args.concurrency))
-                if not args.warm:
-                    forget_pacing()
-                runs["ours_listwise_with_reason"].append(
-                    run_ours(base_url, samples, "contextual_precision", args.concurrency))
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+    runs: dict[str, list[dict[str, Any]]] = {"ours_pointwise": [], "plain_sdk_pointwise": [],
+                                              "ours_listwise_with_reason": []}
+    with judge_serving(labels, args) as (base_url, _):
+        for _ in range(args.rounds):
+            if not args.warm:
+                forget_pacing()
+            runs["ours_pointwise"].append(
+                run_ours(base_url, samples, "llm_with_reference", args.concurrency))
+            runs["plain_sdk_pointwise"].append(run_plain(base_url, samples, args.concurrency))
+            if not args.warm:
+                forget_pacing()
+            runs["ours_listwise_with_reason"].append(
+                run_ours(base_url, samples, "contextual_precision", args.concurrency))
     rows, result = [], {"benchmark": "bench_judge", "machine": machine(), "n_samples": n,
                         "chunks": 5, "latency_ms": args.latency_ms,
                         "latency_sd_ms": args.latency_sd_ms,

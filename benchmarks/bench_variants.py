@@ -19,15 +19,12 @@ once, so the list can take about the slower variant's time).
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from bench_judge import make_samples, start_server, stop_server
+from bench_judge import as_dicts, judge_serving, make_samples
 from common import REPO, forget_pacing, judge_bench_parser, machine, markdown_table, write_results
 
 sys.path.insert(0, str(REPO))
@@ -41,9 +38,7 @@ def run(samples: list[Any], metric: str | list[str], base_url: str,
     import harness
 
     forget_pacing()
-    records = [{"id": s.id, "user_input": s.user_input, "reference": s.reference,
-                "response": s.response, "retrieved_contexts": list(s.retrieved_contexts)}
-               for s in samples]
+    records = as_dicts(samples)
     overrides = ["judge=local", f"judge.base_url={base_url}", "judge.model=test-judge",
                  f"judge.max_concurrency={concurrency}", "judge.cache=false"]
     t0 = time.perf_counter()
@@ -62,17 +57,10 @@ def measure(samples: list[Any], labels: list[dict[str, Any]], args: Any) -> dict
     plans: list[tuple[str, str | list[str]]] = [
         (BOTH[0], BOTH[0]), (BOTH[1], BOTH[1]), ("both", list(BOTH))]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in plans}
-    with tempfile.TemporaryDirectory() as tmp:
-        labels_path = Path(tmp) / "labels.json"
-        labels_path.write_text(json.dumps(labels))
-        server, base_url = start_server(labels_path, args.latency_ms, args.concurrency,
-                                        "--latency-sd-ms", str(args.latency_sd_ms))
-        try:
-            for r in range(args.rounds):
-                for name, metric in plans[r % 3:] + plans[:r % 3]:
-                    runs[name].append(run(samples, metric, base_url, args.concurrency))
-        finally:
-            stop_server(server)
+    with judge_serving(labels, args) as (base_url, _):
+        for r in range(args.rounds):
+            for name, metric in plans[r % 3:] + plans[:r % 3]:
+                runs[name].append(run(samples, metric, base_url, args.concurrency))
     for name in BOTH:  # the list scores each variant as it scores alone
         alone, together = runs[name][0], runs["both"][0]
         assert together["means"][name] == alone["means"][name], (name, together, alone)
