@@ -61,7 +61,7 @@ def client(uri: str, *, write: bool = False) -> Any:
     Raises:
         TrackingError: A local store that cannot be used, in one line (``failure``).
     """
-    uri = absolute(uri)
+    uri = sqlite_uri.absolute(uri)  # the same file after the process changes folder
     if write:
         sqlite_uri.check_writable(uri)
     if uri not in _CLIENTS or (write and uri not in _WRITABLE):
@@ -80,11 +80,6 @@ def client(uri: str, *, write: bool = False) -> Any:
         if write:
             _WRITABLE.add(uri)
     return _CLIENTS[uri]
-
-
-def absolute(uri: str) -> str:
-    """A local SQLite store's URI with an absolute path (``sqlite_uri.absolute``)."""
-    return sqlite_uri.absolute(uri)
 
 
 @contextlib.contextmanager
