@@ -8,10 +8,11 @@ verdict cache off, ``llm_with_reference`` alone, ``contextual_precision`` alone 
 learned), in an order that rotates per round. The ratio is the list's wall time over the slower
 variant's alone, each the median of the rounds; also the two variants one after the other.
 
-Two shapes: *capacity-bound* (200 samples: the server's slots are busy the whole run, so the
-list cannot beat all its calls at the server's capacity, ``floor_ratio`` times the slower
-variant's calls) and *latency-bound* (``--few`` samples: every call fits in the budget at
-once, so the list can take about the slower variant's time).
+Three shapes: *capacity-bound* (200 samples: the server's slots are busy the whole run, so
+the list cannot beat all its calls at the server's capacity, ``floor_ratio`` times the slower
+variant's calls), *latency-bound* (``--few`` samples: every call fits in the budget at once,
+so the list can take about the slower variant's time) and *mid-size* (``--mid`` samples:
+between the two).
 
     .venv/bin/python benchmarks/bench_variants.py            # 200 samples x 5 chunks, 3 rounds
     .venv/bin/python benchmarks/bench_variants.py --small    # 60 samples
@@ -80,8 +81,12 @@ def main() -> None:
     parser = judge_bench_parser(__doc__ or "")
     parser.add_argument("--few", type=int, default=8,
                         help="samples of the latency-bound shape (their calls fit the budget)")
+    parser.add_argument("--mid", type=int, default=30,
+                        help="samples of the mid-size shape (0: leave it out)")
     args = parser.parse_args()
-    shapes = {"capacity-bound": 60 if args.small else 200, "latency-bound": args.few}
+    shapes = {"capacity-bound": 60 if args.small else 200, "latency-bound": args.few,
+              "mid-size": args.mid}
+    shapes = {shape: n for shape, n in shapes.items() if n > 0}
     rows, out = [], {}
     for shape, n in shapes.items():
         samples, labels = make_samples(n, 5)

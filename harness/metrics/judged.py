@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -13,10 +14,43 @@ from harness.core.protocols import Judge, Kind, OnDone
 from harness.core.types import Completion, JudgeRequest, JudgeSubject, RagSample, SampleResult
 from harness.core.validation import Range, check_value
 from harness.judges.replies import parse
+from harness.judges.transport import turns
 from harness.metrics.base import BaseMetric, missing_fields
 from harness.prompts.template import PromptTemplate
 
 T = TypeVar("T")
+
+
+class Lineup:
+    """Judged together, the variants whose samples make calls one after the other (their
+    verdicts, then an explanation: ``include_reason``) submit each batch first: their first
+    calls take the endpoint's first free permits (``turns`` orders the waiting ones), so a
+    chain's second call does not start a round trip after the others' calls have."""
+
+    def __init__(self) -> None:
+        self.submitting = 0  # leads still submitting this batch
+        self.submitted: asyncio.Event | None = None
+
+    @contextlib.asynccontextmanager
+    async def batch(self, lead: bool) -> AsyncIterator[None]:
+        """Around one member's submission of a batch: a lead's is counted from its task's
+        first step; another's starts once the leads' are done (their tasks, created with
+        its own, take their first step first)."""
+        if not lead:
+            await asyncio.sleep(0)
+            if self.submitting > 0 and self.submitted is not None:
+                await self.submitted.wait()
+            yield
+            return
+        if self.submitting <= 0:  # the batch's first lead: an event of the running loop
+            self.submitting, self.submitted = 0, asyncio.Event()
+        self.submitting += 1
+        try:
+            yield
+        finally:
+            self.submitting -= 1
+            if self.submitting <= 0 and self.submitted is not None:
+                self.submitted.set()
 
 
 class JudgedMetric(BaseMetric):
@@ -29,6 +63,9 @@ class JudgedMetric(BaseMetric):
 
     #: The runner validates the whole dataset and checks the endpoint before any call.
     prevalidate = True
+    #: A sample's verdicts are followed by one more call that explains its score (set by
+    #: variants that can): its verdicts go first when requests wait (``turns``).
+    include_reason = False
 
     def __init__(
         self, name: str, judge: Judge, prompt: PromptTemplate, mode: str, eps: float, soft: bool
@@ -51,6 +88,7 @@ class JudgedMetric(BaseMetric):
             )
         self.name, self.judge, self.prompt, self.eps, self.soft = name, judge, prompt, eps, soft
         self._loop = LoopThread()
+        self._lineup: Lineup | None = None  # set by judge_together
         self._agreement: list[float] = []
 
     async def _ask(
@@ -60,7 +98,8 @@ class JudgedMetric(BaseMetric):
         request = JudgeRequest(messages, kind, logprobs=self.soft and kind != "reason",
                                draw=draw, prompt_sha=self.prompt.sha256, variant=self.name,
                                items=items, subject=subject)
-        return await self.judge.ask(request, read)
+        with turns.turn(after=int(self.include_reason and kind != "reason")):
+            return await self.judge.ask(request, read)
 
     async def _draws(
         self, messages: list[dict[str, str]], kind: Kind, read: Callable[[Completion], T],
@@ -121,7 +160,8 @@ class JudgedMetric(BaseMetric):
         self, samples: Sequence[RagSample], on_done: OnDone | None
     ) -> list[SampleResult]:
         async def one(index: int, sample: RagSample) -> SampleResult:
-            result = await self._score_one(sample)
+            with turns.turn(sample=index):  # an earlier sample's waiting requests go first
+                result = await self._score_one(sample)
             if on_done is not None:
                 on_done(index, result)
             return result
@@ -133,15 +173,18 @@ class JudgedMetric(BaseMetric):
             if not task.cancelled() and task.exception() is not None:
                 failed.set()
 
+        lineup = self._lineup
         try:
-            for i, sample in enumerate(samples):
-                tasks.append(asyncio.ensure_future(one(i, sample)))
-                tasks[-1].add_done_callback(watch)
-                # one sample at a time: the first requests go out while later samples are
-                # still being rendered, not after all of them
-                await asyncio.sleep(0)
-                if failed.is_set():
-                    break
+            async with (lineup.batch(self.include_reason) if lineup is not None
+                        else contextlib.nullcontext()):
+                for i, sample in enumerate(samples):
+                    tasks.append(asyncio.ensure_future(one(i, sample)))
+                    tasks[-1].add_done_callback(watch)
+                    # one sample at a time: the first requests go out while later samples
+                    # are still being rendered, not after all of them
+                    await asyncio.sleep(0)
+                    if failed.is_set():
+                        break
             return list(await asyncio.gather(*tasks))
         except BaseException:
             for task in tasks:  # e.g. the endpoint went down: stop the other calls too
@@ -209,10 +252,13 @@ def judge_together(members: Sequence[Any]) -> list[int]:
     if len(together) < 2:
         return []
     first: JudgedMetric = members[together[0]]
+    chains = {members[i].include_reason for i in together}
+    lineup = Lineup() if len(chains) > 1 else None  # some make two calls a sample, some one
+    first._lineup = lineup
     for n, i in enumerate(together[1:], 1):
         member: JudgedMetric = members[i]
         member._loop.close()  # never started: nothing to stop
-        member._loop = first.loop.shared()
+        member._loop, member._lineup = first.loop.shared(), lineup
         for earlier in together[:n]:
             share = getattr(members[earlier].judge, "share_pacing", None)
             if share is not None and share(member.judge):

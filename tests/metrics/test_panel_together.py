@@ -5,6 +5,8 @@ endpoint (issue 34, item 4): their requests interleave, never exceed the endpoin
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from typing import Any
 
@@ -15,6 +17,7 @@ import harness
 from harness.core.errors import ComponentFailed
 from harness.core.types import RagSample, SampleResult
 from harness.judges.openai_chat import OpenAIJudge
+from harness.metrics.contextual_precision import ContextualPrecision
 from harness.metrics.llm import LLMContextPrecision
 from harness.metrics.panel import Panel
 from harness.prompts.template import PromptTemplate
@@ -158,3 +161,55 @@ def test_members_that_already_run_or_score_their_own_way_are_left_alone() -> Non
     assert Panel([c, d], ["c", "d"]).together == []
     for m in (a, b, c, d):
         m.close()
+
+
+def test_a_variant_whose_samples_chain_calls_sends_its_first_calls_first() -> None:
+    # contextual_precision asks for its verdicts, then for their reason: judged with
+    # llm_with_reference (one round of calls a sample) through one permit, its verdicts go
+    # before the other's calls (critical path first), then every sample's calls in order
+    labels = {f"passage {k} about item {i}": int((i + k) % 2 == 0)
+              for i in range(6) for k in range(3)}
+    with JudgeServer(labels, latency_ms=2) as server:
+        alone = {name: harness.evaluate(records(6), name, overrides=overrides(server, 1))
+                 for name in BOTH}
+        server.reset_stats()
+        both = harness.evaluate(records(6), BOTH, overrides=overrides(server, 1))
+        sent = [(e["body"]["response_format"]["json_schema"]["name"],
+                 int(re.findall(r"What is item (\d+)\?", json.dumps(e["body"]))[0]))
+                for e in server.requests]
+    for name in BOTH:
+        assert [r["variants"][name]["score"] for r in both.rows] == \
+            [r["score"] for r in alone[name].rows]
+    assert [kind for kind, _ in sent[:6]] == ["listwise_verdict"] * 6
+    assert sorted(kind for kind, _ in sent[6:]) == ["pointwise_verdict"] * 18 + \
+        ["reason_verdict"] * 6
+    samples = [sample for _, sample in sent[6:]]
+    assert samples == sorted(samples)
+
+
+class BrokenChain(ContextualPrecision):
+    """A variant that would send its first calls first (``include_reason``), failing."""
+
+    async def _score_one(self, sample: RagSample) -> SampleResult:
+        raise RuntimeError("no verdict today")
+
+
+def test_a_failing_variant_that_goes_first_does_not_hold_the_other_back() -> None:
+    import yaml
+    from helpers.paths import ROOT
+
+    data = yaml.safe_load((ROOT / "conf" / "prompt" / "contextual_precision.yaml").read_text())
+    data.pop("_target_")
+    samples = [RagSample(id=r["id"], user_input=r["user_input"], reference=r["reference"],
+                         response=r["response"], retrieved_contexts=tuple(r["retrieved_contexts"]))
+               for r in records(8, 3)]
+    with JudgeServer(latency_ms=20) as server:
+        other = LLMContextPrecision("llm_with_reference", judge(server.base_url), prompt())
+        broken = BrokenChain("broken", judge(server.base_url), PromptTemplate(**data))
+        panel = Panel([other, broken], ["llm_with_reference", "broken"])
+        assert other._lineup is broken._lineup is not None
+        panel.preflight()
+        for _ in range(2):  # and the next batch is not held back by the failed one
+            with pytest.raises(ComponentFailed, match="metric broken: score_batch"):
+                panel.score_batch(samples)
+        panel.close()

@@ -2,10 +2,10 @@
 
 Requests are paced and retried by ``harness.judges.transport.sending`` (permits from
 ``harness.judges.transport.pacing``; the SDK itself makes no retries). Per call this does as
-little as possible around the SDK: the
-request body is JSON built once per output kind with only the messages spliced in, the reply
-is read as raw JSON (no pydantic models, ``harness.judges.replies.read``), and the SDK's aiohttp
-transport is used. Failures become one-line errors in ``harness.judges.replies.failures``.
+little as possible around the SDK: the request body is JSON built once per output kind with
+only the messages spliced in, the reply is read as raw JSON (no pydantic models,
+``harness.judges.replies.read``), and the SDK's aiohttp transport is used. Failures become
+one-line errors in ``harness.judges.replies.failures``.
 """
 
 from __future__ import annotations
@@ -134,18 +134,17 @@ class ChatTransport:
         return {"Authorization": f"Basic {token}"}
 
     def _ensure_client(self) -> openai.AsyncOpenAI:
-        if self._client is None:
-            from openai import AsyncOpenAI, DefaultAioHttpClient
-
-            self._client = AsyncOpenAI(
-                api_key=self._api_key(),
-                base_url=self._url,
-                timeout=self.timeout,
-                max_retries=0,  # retries are ours (harness.judges.transport.sending), each paced
-                default_headers=self._headers(),
-                http_client=DefaultAioHttpClient(),
-            )
+        if self._client is None:  # one per budget (loading TLS certificates takes 20 ms)
+            self._client = self.budget.client(self._new_client)
         return self._client
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        from openai import AsyncOpenAI, DefaultAioHttpClient
+
+        # no retries: ours are paced (harness.judges.transport.sending)
+        return AsyncOpenAI(api_key=self._api_key(), base_url=self._url, timeout=self.timeout,
+                           max_retries=0, default_headers=self._headers(),
+                           http_client=DefaultAioHttpClient())
 
     @property
     def pacer(self) -> Pacer:
@@ -165,7 +164,8 @@ class ChatTransport:
     def share_pacing(self, other: ChatTransport) -> bool:
         """Send ``other``'s requests under this transport's pacing budget when both send to
         the same endpoint with the same settings; whether they now share one. Its pacing
-        counters (``peak_in_flight``, ``backoffs``...) count into this one's stats."""
+        counters (``peak_in_flight``, ``backoffs``...) count into this one's stats; both
+        must run on one event loop (they share the preflight's findings and the client)."""
         if not self.budget.admits(other.budget):
             return False
         other.budget = self.budget
@@ -173,11 +173,11 @@ class ChatTransport:
 
     async def preflight(self) -> None:
         """Check, before the first call, that the endpoint answers and accepts the key, and
-        learn which model it serves (``harness.judges.identity``)."""
+        learn which model it serves (``harness.judges.identity``); once for the transports
+        sharing a budget."""
         client = self._ensure_client().with_options(timeout=self.preflight_timeout, max_retries=0)
-        ident, self.model = await identity.identify(
-            client, self._url, self.endpoint, self.preflight_timeout
-        )
+        ident, self.model = await self.budget.check(self, lambda: identity.identify(
+            client, self._url, self.endpoint, self.preflight_timeout))
         self.identity, self._served, self.server_slots = ident, ident.listed, ident.slots
         self._bodies.clear()  # judge.model=auto: the name to send is known now
         identity.warn_once(ident, self.model, self.endpoint.where, ident.source or "/models")
@@ -291,8 +291,9 @@ class ChatTransport:
             stats.cost_usd += usd
 
     async def aclose(self) -> None:
-        """Close the HTTP client."""
+        """Close the HTTP client (once no transport sharing it uses it)."""
         if self._client is not None:
             client, self._client = self._client, None
-            await client.close()
+            if self.budget.done_with(client):
+                await client.close()
 

@@ -1,5 +1,6 @@
-"""``Pacer``: permits for requests in flight, first come first served, under a limit that
-adaptive pacing moves (``control``) and the server's rate-limit quotas hold back (``quotas``).
+"""``Pacer``: permits for requests in flight, under a limit that adaptive pacing moves
+(``control``) and the server's rate-limit quotas hold back (``quotas``); waiting requests go in
+the order ``harness.judges.transport.turns`` gives (critical path first, else first come).
 
 Every answered request reports its latency and the mean number in flight during its flight,
 from the integral of the in-flight count over time (``_advance``), not the count when it was
@@ -9,7 +10,7 @@ sent: the statistics of an epoch (``control.Epoch``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import heapq
 import math
 import time
 from collections import deque
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from harness.core.types import JudgeStats
+from harness.judges.transport import turns
 from harness.judges.transport.pacing import memory as learned
 from harness.judges.transport.pacing.control import INITIAL, MIN_EPOCH, Control, Epoch
 from harness.judges.transport.pacing.quotas import Quotas
@@ -78,7 +80,9 @@ class Pacer:
         self._area_at = clock()
         self._resume_at, self._resume_told = -math.inf, ""
         self._timer: asyncio.TimerHandle | None = None
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        # (turn, arrival, future): a heap, the request that goes first on top
+        self._waiters: list[tuple[tuple[int, int], int, asyncio.Future[None]]] = []
+        self._arrivals = 0
         self._outcomes: deque[bool] = deque(maxlen=256)  # True: a 429
         self._delivered = 0  # answers so far
         self._epoch = self._new_epoch(None)
@@ -138,10 +142,12 @@ class Pacer:
         return Ticket(now, self._area, epoch)
 
     async def acquire(self) -> Ticket:
-        """Wait for a permit (first come, first served); the HTTP time-out starts after."""
+        """Wait for a permit (in ``turns.current()`` order among the waiting, else first
+        come, first served); the HTTP time-out starts after."""
         if self._waiters or not self._free():
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
+            self._arrivals += 1
+            heapq.heappush(self._waiters, (turns.current(), self._arrivals, fut))
             self._wake()
             try:
                 await fut
@@ -151,8 +157,8 @@ class Pacer:
                     self.in_flight -= 1
                     self._wake()
                 else:
-                    with contextlib.suppress(ValueError):
-                        self._waiters.remove(fut)
+                    self._waiters = [w for w in self._waiters if w[2] is not fut]
+                    heapq.heapify(self._waiters)
                 raise
         else:
             self._grant()
@@ -160,7 +166,7 @@ class Pacer:
 
     def _wake(self) -> None:
         while self._waiters and self._free():
-            fut = self._waiters.popleft()
+            fut = heapq.heappop(self._waiters)[2]
             if not fut.done():
                 self._grant()
                 fut.set_result(None)
