@@ -137,15 +137,16 @@ def slope(ns: list[int], mib: list[float]) -> float:
     return num / sum((x - mx) ** 2 for x in ns) * 2**20
 
 
-def _measure(ns: list[int], repeats: int) -> dict[str, dict[str, list[float]]]:
+def _measure(ns: list[int], repeats: int, lanes: tuple[str, ...]
+             ) -> dict[str, dict[str, list[float]]]:
     """Every lane at every N: CLI peak (MiB) and time, ``samples()`` peak (MiB) and time."""
     got: dict[str, dict[str, list[float]]] = {
-        what: {lane: [] for lane in LANES} for what in ("cli", "cli_s", "alone", "read_s")}
+        what: {lane: [] for lane in lanes} for what in ("cli", "cli_s", "alone", "read_s")}
     with tempfile.TemporaryDirectory(prefix="bench_trec_memory_") as tmp:
         work = Path(tmp)
         for n in ns:
             paths = write_files(work, n)
-            for lane in LANES:
+            for lane in lanes:
                 runs = [cli_peak(lane, paths, work, n) for _ in range(repeats)]
                 got["cli"][lane].append(max(r[0] for r in runs))
                 got["cli_s"][lane].append(min(r[1] for r in runs))
@@ -167,13 +168,18 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="add 1,000,000 queries")
     parser.add_argument("--ns", help="comma-separated query counts (instead of the default)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per lane (max reported)")
+    parser.add_argument("--lanes", default=",".join(LANES),
+                        help=f"comma-separated lanes, jsonl first (of {', '.join(LANES)})")
     args = parser.parse_args()
+    lanes = tuple(args.lanes.split(","))
+    if lanes[0] != "jsonl" or not set(lanes) <= set(LANES):
+        parser.error(f"--lanes: jsonl first, then any of {', '.join(LANES[1:])}")
     ns = ([int(x) for x in args.ns.split(",")] if args.ns else
           [50_000, 200_000] + ([1_000_000] if args.full else []))
-    got = _measure(ns, args.repeats)
+    got = _measure(ns, args.repeats, lanes)
     cli, alone = got["cli"], got["alone"]
     rows = []
-    for lane in LANES:
+    for lane in lanes:
         ratios = [f"{t / j:.2f}x" for t, j in zip(cli[lane], cli["jsonl"], strict=True)]
         rows.append([lane, *(f"{m:.0f}" for m in cli[lane]), " / ".join(ratios),
                      f"{slope(ns, cli[lane]):,.0f}", f"{slope(ns[-2:], cli[lane][-2:]):,.0f}",
@@ -184,7 +190,7 @@ def main() -> None:
     print(common.markdown_table(heads, rows))
     times = [[lane, *(f"{r / j:.2f}x / {c / k:.2f}x" for r, j, c, k in zip(
         got["read_s"][lane], got["read_s"]["jsonl"], got["cli_s"][lane], got["cli_s"]["jsonl"],
-        strict=True))] for lane in LANES]
+        strict=True))] for lane in lanes]
     print(common.markdown_table(["path", *(f"read / CLI time vs JSONL, {n // 1000}k"
                                            for n in ns)], times))
     result: dict[str, Any] = {
@@ -195,9 +201,9 @@ def main() -> None:
                      "largest N; times: one run each (CLI: min of repeats), as ratios",
         "cli_peak_mib": cli, "alone_peak_mib": alone,
         "cli_seconds": got["cli_s"], "read_seconds": got["read_s"],
-        "cli_bytes_per_query": {lane: slope(ns, cli[lane]) for lane in LANES},
-        "cli_bytes_per_query_last": {lane: slope(ns[-2:], cli[lane][-2:]) for lane in LANES},
-        "alone_bytes_per_query": {lane: slope(ns, alone[lane]) for lane in LANES},
+        "cli_bytes_per_query": {lane: slope(ns, cli[lane]) for lane in lanes},
+        "cli_bytes_per_query_last": {lane: slope(ns[-2:], cli[lane][-2:]) for lane in lanes},
+        "alone_bytes_per_query": {lane: slope(ns, alone[lane]) for lane in lanes},
     }
     print(f"results: {common.write_results('bench_trec_memory', result)}")
 

@@ -13,6 +13,7 @@ from typing import Any
 from harness.core.errors import DatasetError
 from harness.core.types import SAMPLE_FIELDS, RagSample
 from harness.datasets.fields import ALIASES, LEGACY_LIST, MappedColumns, text_problem
+from harness.datasets.seen_ids import SeenIds
 
 _TEXT = ("user_input", "reference", "response")
 _TEXTS = ("retrieved_contexts", "reference_contexts")
@@ -41,6 +42,8 @@ class RecordParser:
             harness field.
         unit: What the ``line`` given to ``parse`` counts: ``line`` (of a file), or
             ``row`` (a record of a JSON document, 1-based).
+        seen: The ids met so far, for refusing a repeated one (a test passes one with its
+            own hash function; default: a new ``SeenIds``).
     """
 
     def __init__(
@@ -50,6 +53,7 @@ class RecordParser:
         cells_are_text: bool,
         mapped_by: str = "dataset.fields.{}",
         unit: str = "line",
+        seen: SeenIds | None = None,
     ) -> None:
         self.path, self.fields, self.cells_are_text = path, fields, cells_are_text
         self.mapped_by, self.unit = mapped_by, unit
@@ -57,7 +61,7 @@ class RecordParser:
             (ours, fields[ours], ALIASES.get(ours, ()) if fields[ours] == ours else ())
             for ours in SAMPLE_FIELDS
         ]
-        self._seen: dict[str, int] = {}
+        self._seen = SeenIds() if seen is None else seen
         self.columns = MappedColumns(path, fields, mapped_by)
 
     def parse(self, raw: Any, index: int, line: int) -> RagSample:
@@ -217,8 +221,8 @@ class RecordParser:
             problem = text_problem(sample_id)
             if problem is not None:
                 raise self._fail("id", problem, line)
-        first = self._seen.setdefault(sample_id, line)
-        if first != line:
+        first = self._seen.first(sample_id, line)
+        if first is not None:
             raise self._fail(
                 "id", f"duplicate id {sample_id!r} (first used on {self.unit} {first})", line
             )
