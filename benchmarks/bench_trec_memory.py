@@ -13,12 +13,13 @@ Then, each in its own subprocess from a temporary directory, one after the other
 
 and reads the child's peak RSS (``os.wait4``'s ``ru_maxrss``) and its wall time. Two more
 subprocesses measure the dataset alone: one iterates ``samples()`` under ``tracemalloc``
-(peak traced bytes), one times the same iteration without it (the read time). It reports
+(peak traced bytes; ``--no-trace`` skips it), one times the same iteration without it (the
+read time, and that child's peak RSS). It reports
 each peak, the TREC/JSONL ratio at each N, the slope in bytes per added query (least
 squares over the Ns, and between the two largest), and the read and CLI times as ratios to
 the JSONL lane's in the same run (seconds are noisy on a loaded machine; ratios less so).
 Usage: ``.venv/bin/python benchmarks/bench_trec_memory.py [--full] [--ns 50000,200000]
-[--repeats 1]``.
+[--repeats 1] [--lanes jsonl,trec_sorted] [--no-trace]``.
 """
 
 from __future__ import annotations
@@ -79,13 +80,19 @@ def write_files(work: Path, n: int) -> dict[str, Path]:
                 "reference_context_ids": [d for d, g in judged.items() if g >= 1],
             }) + "\n")
     with open(paths["run"]) as f, open(paths["rr"], "w") as rr:  # rank r of every query
-        lines = f.readlines()
-        rr.writelines(lines[i * DOCS + r] for r in range(DOCS) for i in range(n))
+        for r in range(DOCS):  # streamed: see _child on why this process stays small
+            f.seek(0)
+            rr.writelines(line for k, line in enumerate(f) if k % DOCS == r)
     return paths
 
 
 def _child(cmd: list[str], work: Path) -> tuple[str, float, float]:
-    """Run ``cmd``; its stdout, its peak RSS in MiB and its wall time."""
+    """Run ``cmd``; its stdout, its peak RSS in MiB and its wall time.
+
+    On Linux a child's ``ru_maxrss`` starts at this process's own peak when it forked (the
+    copied address space's high-water mark survives ``exec``), so this process never holds
+    a file's lines: the peaks measured before it streamed them were its own (190 MiB at
+    200k queries, 900 MiB at 1M) on every lane."""
     start = time.perf_counter()
     with open(work / "log.txt", "wb") as log:
         proc = subprocess.Popen(cmd, cwd=work, env=common.child_env(), stdout=subprocess.PIPE,
@@ -116,18 +123,19 @@ def cli_peak(lane: str, paths: dict[str, Path], work: Path, n: int) -> tuple[flo
 
 
 def dataset_alone(lane: str, paths: dict[str, Path], work: Path, n: int, code: str,
-                  key: str) -> float:
-    """``key`` of the child running ``code`` (``_ALONE``, ``_READ``) on the lane's files."""
+                  key: str) -> tuple[float, float]:
+    """``key`` of the child running ``code`` (``_ALONE``, ``_READ``) on the lane's files,
+    and the child's peak RSS in MiB."""
     if lane == "jsonl":
         module, cls, args = "files", "JsonlDataset", [str(paths["jsonl"])]
     else:
         module, cls = "trec", "TrecDataset"
         args = [str(paths["run" if lane == "trec_sorted" else "rr"]), str(paths["qrels"])]
-    out, _, _ = _child([common.PYTHON, "-c", code.format(module=module, cls=cls),
-                        json.dumps(args)], work)
+    out, rss, _ = _child([common.PYTHON, "-c", code.format(module=module, cls=cls),
+                          json.dumps(args)], work)
     got = json.loads(out)
     assert got["n"] == n, (lane, got)
-    return float(got[key])
+    return float(got[key]), rss
 
 
 def slope(ns: list[int], mib: list[float]) -> float:
@@ -137,11 +145,13 @@ def slope(ns: list[int], mib: list[float]) -> float:
     return num / sum((x - mx) ** 2 for x in ns) * 2**20
 
 
-def _measure(ns: list[int], repeats: int, lanes: tuple[str, ...]
+def _measure(ns: list[int], repeats: int, lanes: tuple[str, ...], trace: bool
              ) -> dict[str, dict[str, list[float]]]:
-    """Every lane at every N: CLI peak (MiB) and time, ``samples()`` peak (MiB) and time."""
+    """Every lane at every N: CLI peak (MiB) and time, ``samples()`` peak (MiB; traced, NaN
+    without ``trace``; and RSS) and time."""
     got: dict[str, dict[str, list[float]]] = {
-        what: {lane: [] for lane in lanes} for what in ("cli", "cli_s", "alone", "read_s")}
+        what: {lane: [] for lane in lanes}
+        for what in ("cli", "cli_s", "alone", "read_s", "read_rss")}
     with tempfile.TemporaryDirectory(prefix="bench_trec_memory_") as tmp:
         work = Path(tmp)
         for n in ns:
@@ -151,11 +161,15 @@ def _measure(ns: list[int], repeats: int, lanes: tuple[str, ...]
                 got["cli"][lane].append(max(r[0] for r in runs))
                 got["cli_s"][lane].append(min(r[1] for r in runs))
                 got["alone"][lane].append(
-                    dataset_alone(lane, paths, work, n, _ALONE, "peak") / 2**20)
-                got["read_s"][lane].append(dataset_alone(lane, paths, work, n, _READ, "seconds"))
+                    dataset_alone(lane, paths, work, n, _ALONE, "peak")[0] / 2**20 if trace
+                    else float("nan"))
+                seconds, rss = dataset_alone(lane, paths, work, n, _READ, "seconds")
+                got["read_s"][lane].append(seconds)
+                got["read_rss"][lane].append(rss)
                 print(f"{n:>9,} {lane:<14} CLI peak RSS {got['cli'][lane][-1]:7.1f} MiB "
                       f"({got['cli_s'][lane][-1]:.1f} s), samples() alone "
-                      f"{got['alone'][lane][-1]:7.1f} MiB ({got['read_s'][lane][-1]:.1f} s)",
+                      f"{got['alone'][lane][-1]:7.1f} MiB traced, "
+                      f"{got['read_rss'][lane][-1]:7.1f} MiB RSS ({got['read_s'][lane][-1]:.1f} s)",
                       flush=True)
             for p in paths.values():
                 p.unlink()
@@ -168,6 +182,8 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="add 1,000,000 queries")
     parser.add_argument("--ns", help="comma-separated query counts (instead of the default)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per lane (max reported)")
+    parser.add_argument("--no-trace", action="store_true",
+                        help="skip the samples() lane under tracemalloc (slow at 1M on TREC)")
     parser.add_argument("--lanes", default=",".join(LANES),
                         help=f"comma-separated lanes, jsonl first (of {', '.join(LANES)})")
     args = parser.parse_args()
@@ -176,17 +192,19 @@ def main() -> None:
         parser.error(f"--lanes: jsonl first, then any of {', '.join(LANES[1:])}")
     ns = ([int(x) for x in args.ns.split(",")] if args.ns else
           [50_000, 200_000] + ([1_000_000] if args.full else []))
-    got = _measure(ns, args.repeats, lanes)
-    cli, alone = got["cli"], got["alone"]
+    got = _measure(ns, args.repeats, lanes, not args.no_trace)
+    cli, alone, read_rss = got["cli"], got["alone"], got["read_rss"]
     rows = []
     for lane in lanes:
         ratios = [f"{t / j:.2f}x" for t, j in zip(cli[lane], cli["jsonl"], strict=True)]
         rows.append([lane, *(f"{m:.0f}" for m in cli[lane]), " / ".join(ratios),
                      f"{slope(ns, cli[lane]):,.0f}", f"{slope(ns[-2:], cli[lane][-2:]):,.0f}",
-                     f"{slope(ns, alone[lane]):,.0f}"])
+                     f"{slope(ns, alone[lane]):,.0f}", f"{slope(ns, read_rss[lane]):,.0f}",
+                     f"{slope(ns[-2:], read_rss[lane][-2:]):,.0f}"])
     heads = ["path", *(f"peak RSS MiB, {n // 1000}k" for n in ns), "vs JSONL",
              "CLI bytes/query", f"CLI bytes/query {ns[-2] // 1000}k-{ns[-1] // 1000}k",
-             "samples() alone bytes/query"]
+             "samples() alone bytes/query", "samples() RSS bytes/query",
+             f"samples() RSS bytes/query {ns[-2] // 1000}k-{ns[-1] // 1000}k"]
     print(common.markdown_table(heads, rows))
     times = [[lane, *(f"{r / j:.2f}x / {c / k:.2f}x" for r, j, c, k in zip(
         got["read_s"][lane], got["read_s"]["jsonl"], got["cli_s"][lane], got["cli_s"]["jsonl"],
@@ -204,6 +222,8 @@ def main() -> None:
         "cli_bytes_per_query": {lane: slope(ns, cli[lane]) for lane in lanes},
         "cli_bytes_per_query_last": {lane: slope(ns[-2:], cli[lane][-2:]) for lane in lanes},
         "alone_bytes_per_query": {lane: slope(ns, alone[lane]) for lane in lanes},
+        "read_peak_rss_mib": read_rss,
+        "read_rss_bytes_per_query": {lane: slope(ns, read_rss[lane]) for lane in lanes},
     }
     print(f"results: {common.write_results('bench_trec_memory', result)}")
 
