@@ -115,9 +115,14 @@ class FileDataset:
 
     def _lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(1-based line number, decoded line with its newline)``."""
-        self._hasher, self._complete = hashlib.sha256(), False
-        for number, raw in read_lines(self.path, self._hasher.update, self._opened):
+        for number, raw in self._raw_lines():
             yield number, decode_line(raw, self.path, number)
+
+    def _raw_lines(self) -> Iterator[tuple[int, bytes]]:
+        """Yield ``(1-based line number, line with its newline, as bytes)``, hashing the
+        file on the way."""
+        self._hasher, self._complete = hashlib.sha256(), False
+        yield from read_lines(self.path, self._hasher.update, self._opened)
         self._complete = True
 
     def samples(self, limit: int | None = None) -> Iterator[RagSample]:

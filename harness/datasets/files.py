@@ -8,6 +8,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from harness.core.capabilities import Span
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.types import RagSample
@@ -21,6 +23,8 @@ from harness.datasets.reading import (
     open_regular,
 )
 from harness.datasets.records import RecordParser
+
+_DECODE = msgspec.json.decode
 
 __all__ = [
     "CsvDataset", "FileDataset", "JsonlDataset", "ParquetDataset", "SampleDataset", "batched",
@@ -40,9 +44,19 @@ class JsonlDataset(FileDataset):
         """Yield validated samples in file order, at most ``limit``."""
         parser = RecordParser(str(self.path), self.fields, cells_are_text=False)
         count = 0
-        for number, text in self._lines():
+        for number, raw in self._raw_lines():
             if limit is not None and count >= limit:
                 break
+            if count:  # valid UTF-8 and JSON, read from the bytes: the common line
+                try:
+                    record = _DECODE(raw)
+                except (msgspec.MsgspecError, ValueError, RecursionError):
+                    pass
+                else:
+                    yield parser.parse(record, number - 1, number)
+                    count += 1
+                    continue
+            text = decode_line(raw, self.path, number)  # what is wrong, named as it is
             if not text.strip():
                 continue
             if count == 0 and self.format == "jsonl":

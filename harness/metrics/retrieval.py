@@ -31,6 +31,13 @@ from typing import Any
 
 from harness.core.metric_names import CUTOFF_METRICS
 from harness.core.types import RagSample
+from harness.metrics.cutoffs import at_cutoffs, cutoff_values
+
+__all__ = [
+    "above_depth", "at_cutoffs", "average_precision_at_k", "cutoff_values", "dropped_names",
+    "hit_rate_at_k", "mrr", "ndcg_at_k", "precision_at_k", "recall_at_k", "retrieval_summary",
+    "sample_grades", "sample_metrics",
+]
 
 
 def _first_occurrences(retrieved: Sequence[str], k: int | None) -> list[tuple[int, str]]:
@@ -174,97 +181,6 @@ def sample_metrics(
         out[f"map@{k}"] = average_precision_at_k(retrieved, grades, k, min_grade)
     out["mrr"] = mrr(retrieved, grades, None, min_grade)
     return out
-
-
-def at_cutoffs(
-    retrieved: Sequence[str], grades: Mapping[str, float], ks: Sequence[int], min_grade: float = 1
-) -> dict[str, float]:
-    """``<metric>_at_<k>`` for each k and each of ``CUTOFF_METRICS`` (recall, ndcg,
-    precision, hit_rate, map), and ``mrr``, in one pass.
-
-    The same values, to the bit, as ``recall_at_k``, ``ndcg_at_k``, ``precision_at_k``,
-    ``hit_rate_at_k``, ``average_precision_at_k`` and ``mrr`` (the same additions in the
-    same order), computed once per sample instead of once per metric: the evaluation loop
-    runs it on every sample of a streamed dataset. Only the first occurrences that gain
-    something are kept (the others add nothing), ``log2(rank + 1)`` comes from a table and
-    the ideal DCG of a list of grades is computed once (``_ideal_dcgs``).
-    """
-    total, positive = 0, []
-    for g in grades.values():
-        if g >= min_grade:
-            total += 1
-        if g > 0:
-            positive.append(float(g))
-    positive.sort(reverse=True)
-    # (rank, grade) of each id's first occurrence that is relevant or has a gain
-    hits: list[tuple[int, float]] = []
-    seen: set[str] = set()
-    everything = not min_grade > 0  # then an unjudged document (grade 0) counts as relevant
-    for rank, doc in enumerate(retrieved, start=1):
-        if everything or doc in grades:
-            grade = grades.get(doc, 0)
-            if (grade >= min_grade or grade > 0) and doc not in seen:
-                seen.add(doc)
-                hits.append((rank, grade))
-            elif everything:
-                seen.add(doc)
-    out: dict[str, float] = {}
-    cuts = tuple(ks)
-    ideal = _ideal_dcgs(tuple(positive), cuts)
-    for k, (recall, ndcg, precision, hit_rate, map_), idcg in zip(cuts, _names(cuts), ideal,
-                                                                   strict=True):
-        found, dcg, ap = 0, 0.0, 0.0
-        for rank, grade in hits:
-            if rank > k:
-                break
-            if grade >= min_grade:
-                found += 1
-                ap += found / rank
-            if grade > 0:
-                dcg += float(grade) / _log2_1p(rank)
-        out[recall] = found / total if total else 0.0
-        out[ndcg] = dcg / idcg if idcg > 0 else 0.0
-        out[precision] = found / k
-        out[hit_rate] = 1.0 if found else 0.0
-        out[map_] = ap / total if total else 0.0
-    out["mrr"] = next((1.0 / r for r, g in hits if g >= min_grade), 0.0)
-    return out
-
-
-#: ``math.log2(rank + 1)`` by rank (the same doubles: ``math.log2`` of the same argument).
-_LOG2_1P = [math.log2(rank + 1) for rank in range(1025)]
-#: The ideal DCG at each k by (sorted positive grades, ks); cleared at ``_IDEAL_MAX``.
-_IDEAL: dict[tuple[tuple[float, ...], tuple[int, ...]], list[float]] = {}
-_IDEAL_MAX = 4096
-#: ``at_cutoffs``' names at each k, by ks, in the order of its rows' keys.
-_NAMES: dict[tuple[int, ...], list[tuple[str, ...]]] = {}
-_ORDER = ("recall", "ndcg", "precision", "hit_rate", "map")
-
-
-def _names(ks: tuple[int, ...]) -> list[tuple[str, ...]]:
-    """``recall_at_<k>``, ``ndcg_at_<k>``, ``precision_at_<k>``, ``hit_rate_at_<k>`` and
-    ``map_at_<k>`` for each k."""
-    found = _NAMES.get(ks)
-    if found is None:
-        found = _NAMES[ks] = [tuple(f"{m}_at_{k}" for m in _ORDER) for k in ks]
-    return found
-
-
-def _log2_1p(rank: int) -> float:
-    return _LOG2_1P[rank] if rank < 1025 else math.log2(rank + 1)
-
-
-def _ideal_dcgs(positive: tuple[float, ...], ks: tuple[int, ...]) -> list[float]:
-    """The ideal DCG at each of ``ks`` of a query whose positive grades, best first, are
-    ``positive``: the sums ``at_cutoffs`` always made, remembered (queries share a few)."""
-    found = _IDEAL.get((positive, ks))
-    if found is None:
-        found = [sum(g / math.log2(rank + 1) for rank, g in enumerate(positive[:k], start=1))
-                 for k in ks]
-        if len(_IDEAL) >= _IDEAL_MAX:
-            _IDEAL.clear()
-        _IDEAL[(positive, ks)] = found
-    return found
 
 
 def above_depth(ks: Sequence[int], depth: int) -> list[int]:

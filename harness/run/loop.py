@@ -15,9 +15,10 @@ from harness.core.protocols import Metric, Retriever
 from harness.core.redact import redact
 from harness.core.text import clip
 from harness.core.types import RagSample, SampleResult
-from harness.metrics.retrieval import at_cutoffs, sample_grades
+from harness.metrics.retrieval import at_cutoffs, cutoff_values, sample_grades
+from harness.run.batching import add_in_order, older_objects_frozen
 from harness.run.missed import CorpusTexts, explain_low_scores
-from harness.run.outputs import OutputError, json_line
+from harness.run.outputs import OutputError, json_lines
 from harness.run.outputs.folder import hint, reason
 from harness.run.sampling import Evenly
 from harness.run.tally import (  # their home was this module: still importable here
@@ -39,6 +40,9 @@ __all__ = ["FLUSH_S", "MAP_SAMPLES", "MAX_RANK", "REPORT_ROWS", "REPORT_UNSCORED
 #: written: a slow retriever's rows reach ``samples.jsonl.partial`` about every second, not
 #: once per batch of ``run.batch_size`` (1,024) samples, so an interrupted run keeps them.
 FLUSH_S = 1.0
+#: Rows encoded (one call) and written together: enough to make the call's cost small,
+#: few enough that the rows held meanwhile cost the garbage collector little.
+ROWS_PER_WRITE = 128
 
 
 def retrieved(retriever: Retriever, batches: Iterable[list[RagSample]],
@@ -122,32 +126,40 @@ def evaluate(
     if not report:
         tally.report_rows, tally.report_unscored = Evenly(0), Evenly(0)
 
-    ks, totals = tuple(retrieval_ks), tally.retrieval
+    ks = tuple(dict.fromkeys(retrieval_ks))  # (a repeated k names the same values)
+    # each sample's retrieval values, added to the tally's totals when its row is written
+    pending: list[tuple[float, ...]] = []
+    names: tuple[str, ...] = ()
 
-    def consume(sample: RagSample, result: SampleResult) -> str:
-        ids = sample.retrieved_context_ids
+    def consume(sample: RagSample, result: SampleResult) -> dict[str, Any]:
+        nonlocal names
+        ids, grades = sample.retrieved_context_ids, None
         if ks and ids is not None and sample.reference_context_ids is not None:
-            values = at_cutoffs(ids, sample_grades(sample), ks, min_grade)
-            result.details.update(values)
-            tally.n_retrieval += 1
+            grades = sample_grades(sample)
+            names, values = cutoff_values(ids, grades, ks, min_grade)
+            result.details.update(zip(names, values, strict=True))
+            pending.append(values)
             if len(ids) > tally.retrieval_depth:
                 tally.retrieval_depth = len(ids)
-            for name, value in values.items():
-                totals[name] = totals.get(name, 0.0) + value
         tally.note_ids(sample)
         if result.score is None and result.error:
             result.error = redact(result.error)
         row = explain_low_scores(explained(result.to_row(), sample, row_text_chars), sample,
-                                 row_text_chars, min_grade, documents)
+                                 row_text_chars, min_grade, documents, grades)
         if observe is not None:
             observe(sample, row)
         tally.record(result, row)
-        return json_line(row)
+        return row
 
-    def write(lines: list[str]) -> None:
-        if sink is not None and lines:
+    def write(rows: list[dict[str, Any]]) -> None:
+        if pending:
+            add_in_order(tally.retrieval, names, pending)
+            tally.n_retrieval += len(pending)
+            pending.clear()
+        if sink is not None and rows:
+            text = json_lines(rows)  # one encoding call per batch
             try:
-                sink.write("\n".join(lines) + "\n")
+                sink.write(text)
                 sink.flush()
             except OSError as e:  # named here: inside score_batch it is no metric's fault
                 where = getattr(sink, "name", "the rows file")
@@ -155,6 +167,16 @@ def evaluate(
                                   "written so far are kept there") from None
 
     component = f"metric {metric.name}"
+    with older_objects_frozen():
+        _score_batches(batches, metric, component, consume, write, progress)
+    tally.duration_s = time.perf_counter() - tally.started
+    return tally
+
+
+def _score_batches(batches: Iterable[list[RagSample]], metric: Metric, component: str,
+                   consume: Callable[[RagSample, SampleResult], dict[str, Any]],
+                   write: Callable[[list[dict[str, Any]]], None],
+                   progress: Callable[[int], None] | None) -> None:
     for batch in batches:
         rows = _InOrder(batch, consume, write, progress)
         results = guarded(component, "score_batch()",
@@ -165,8 +187,6 @@ def evaluate(
                 f"{component}: score_batch() returned {got} for {len(batch)} samples"
             )
         rows.finish(results)
-    tally.duration_s = time.perf_counter() - tally.started
-    return tally
 
 
 class _InOrder:
@@ -180,8 +200,8 @@ class _InOrder:
     def __init__(
         self,
         batch: list[RagSample],
-        consume: Callable[[RagSample, SampleResult], str],
-        write: Callable[[list[str]], None],
+        consume: Callable[[RagSample, SampleResult], dict[str, Any]],
+        write: Callable[[list[dict[str, Any]]], None],
         progress: Callable[[int], None] | None,
     ) -> None:
         self.batch, self.consume, self.write, self.progress = batch, consume, write, progress
@@ -200,8 +220,10 @@ class _InOrder:
     def finish(self, results: list[SampleResult]) -> None:
         """Write the rows ``on_done`` did not."""
         start, rest = self.cursor, len(self.batch) - self.cursor
-        pairs = zip(self.batch[start:], results[start:], strict=True)
-        self.write([self.consume(s, r) for s, r in pairs])
+        for at in range(start, len(self.batch), ROWS_PER_WRITE):
+            pairs = zip(self.batch[at:at + ROWS_PER_WRITE], results[at:at + ROWS_PER_WRITE],
+                        strict=True)
+            self.write([self.consume(s, r) for s, r in pairs])
         self.cursor = len(self.batch)
         if self.progress is not None and rest:
             self.progress(rest)
@@ -213,12 +235,24 @@ def retrieval_metrics(sample: RagSample, ks: Sequence[int], min_grade: float) ->
     return at_cutoffs(sample.retrieved_context_ids or (), sample_grades(sample), ks, min_grade)
 
 
+#: The row's per-chunk lists besides ``verdicts`` (``explained``).
+_PER_CHUNK = frozenset({"relevance", "similarities", "reasons"})
+
+
 def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict[str, Any]:
     """``row`` with the sample's ``question`` and its ranked ``chunks`` added: each chunk's
     ``id``, ``text`` (trimmed to ``chars``), ``verdict``, ``relevance``, ``similarity``,
     ``reason`` and ``metadata``, where the sample or the metric has them."""
     ids, texts = sample.retrieved_context_ids, sample.retrieved_contexts
     metadata = sample.retrieved_context_metadata
+    verdicts = row.get("verdicts")
+    if (ids is not None and (chars == 0 or (texts is None and metadata is None))
+            and type(verdicts) is list and len(verdicts) == len(ids)
+            and not _PER_CHUNK.intersection(row)):  # the id metrics: nothing to clip
+        if chars != 0 and sample.user_input is not None:
+            row["question"] = clip(sample.user_input, chars)
+        row["chunks"] = [{"id": i, "verdict": v} for i, v in zip(ids, verdicts, strict=True)]
+        return row
     if chars == 0:
         texts = metadata = None
     elif sample.user_input is not None:
@@ -229,11 +263,6 @@ def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict
         "metadata": metadata,
     }
     columns = {k: v for k, v in per_chunk.items() if isinstance(v, list | tuple)}
-    ids_of, verdicts = columns.get("id"), columns.get("verdict")
-    if len(columns) == 2 and ids_of is not None and verdicts is not None and len(
-            ids_of) == len(verdicts):  # the id metrics: one length, nothing to clip
-        row["chunks"] = [{"id": i, "verdict": v} for i, v in zip(ids_of, verdicts, strict=True)]
-        return row
     n = max((len(v) for v in columns.values()), default=0)
     chunks = []
     for i in range(n):

@@ -12,7 +12,8 @@ cannot be told.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any
 
 from harness.core.text import clip
@@ -22,6 +23,7 @@ from harness.metrics.retrieval import sample_grades
 #: Missed documents listed per row at most (a query with thousands of judged documents
 #: would otherwise make one row as large as the run).
 MAX_MISSED = 20
+_GRADE = itemgetter(1)
 
 class CorpusTexts:
     """The texts of a dataset's corpus by document id, read on first use only (a run whose
@@ -73,19 +75,25 @@ def reference_texts(sample: RagSample, min_grade: float,
 
 
 def missed_relevant(sample: RagSample, min_grade: float, chars: int | None,
-                    documents: CorpusTexts | None = None) -> list[dict[str, Any]]:
+                    documents: CorpusTexts | None = None,
+                    grades: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
     """The sample's relevant reference documents (grade >= ``min_grade``) that are not among
     its retrieved ids, best grade first, each with its ``id``, ``grade`` and (when its own
     text is known and ``chars`` is not 0) its ``text`` trimmed to ``chars``; at most
-    ``MAX_MISSED``. ``documents``: the dataset's corpus by id, where it has one."""
+    ``MAX_MISSED``. ``documents``: the dataset's corpus by id, where it has one;
+    ``grades``: ``sample_grades(sample)``, where the caller has it already."""
     if sample.reference_context_ids is None or sample.retrieved_context_ids is None:
         return []
     retrieved = set(sample.retrieved_context_ids)
-    grades = sample_grades(sample)
+    if grades is None:
+        grades = sample_grades(sample)
     missed = [(doc, grade) for doc, grade in grades.items()
               if grade >= min_grade and doc not in retrieved]
-    missed.sort(key=lambda pair: -pair[1])  # stable: the dataset's order within a grade
-    missed = missed[:MAX_MISSED]
+    if not missed:
+        return []
+    if len(missed) > 1:  # stable, also reversed: the dataset's order within a grade
+        missed.sort(key=_GRADE, reverse=True)
+        missed = missed[:MAX_MISSED]
     by_id = reference_texts(sample, min_grade, documents, [d for d, _ in missed]) if (
         chars != 0 and missed) else {}
     out = []
@@ -99,13 +107,13 @@ def missed_relevant(sample: RagSample, min_grade: float, chars: int | None,
 
 def explain_low_scores(
     row: dict[str, Any], sample: RagSample, chars: int | None, min_grade: float,
-    documents: CorpusTexts | None = None,
+    documents: CorpusTexts | None = None, grades: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """``row`` with the sample's ``reference`` (trimmed to ``chars``) and its
-    ``missed_relevant`` documents, where it has them."""
+    ``missed_relevant`` documents, where it has them (``grades``: as ``missed_relevant``)."""
     if chars != 0 and sample.reference is not None:
         row["reference"] = clip(str(sample.reference), chars)
-    missed = missed_relevant(sample, min_grade, chars, documents)
+    missed = missed_relevant(sample, min_grade, chars, documents, grades)
     if missed:
         row["missed_relevant"] = missed
     return row

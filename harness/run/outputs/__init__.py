@@ -12,10 +12,17 @@ from harness.run.outputs.folder import (
     failed_jobs,
     release,
 )
-from harness.run.outputs.rows import finalise, json_line, partial_of, streamed, strip_keys
+from harness.run.outputs.rows import (
+    finalise,
+    json_line,
+    json_lines,
+    partial_of,
+    streamed,
+    strip_keys,
+)
 
 __all__ = [
     "FAILED", "OUTPUTS", "RUNNING", "OutputError", "check_folder", "claim", "failed_jobs",
-    "finalise", "json_line", "partial_of", "release", "streamed", "strip_keys", "write_json",
-    "write_text",
+    "finalise", "json_line", "json_lines", "partial_of", "release", "streamed", "strip_keys",
+    "write_json", "write_text",
 ]
