@@ -36,14 +36,13 @@ from harness.datasets.files import batched
 from harness.datasets.reading import file_sha256, setting_path, stat_file
 from harness.datasets.trec_files import (
     Judged,
-    Qrels,
-    QueryIds,
     Ranked,
     ScoreType,
     load_trec_qrels,
     load_trec_queries,
 )
 from harness.datasets.trec_index import RunIndex
+from harness.datasets.trec_table import IdTable, Qrels
 
 
 def _required(key: str, value: object, what: str) -> Path:
@@ -109,7 +108,7 @@ class TrecDataset:
         self.source = str(self.run_path)
         self._run: RunIndex | None = None
         self._qrels: Qrels | None = None
-        self._ids: QueryIds | None = None
+        self._ids: IdTable | None = None
         self._queries: dict[str, str] | None = None
         self._answers: dict[str, str] | None = None
 
@@ -151,7 +150,8 @@ class TrecDataset:
             if not self._qrels:
                 raise DatasetError(str(self.qrels_path), "holds no judgment (lines of qid 0 "
                                    "docid grade; dataset.qrels)")
-            self._ids = QueryIds(self._run.table)  # the id -> index dict is no longer needed
+            self._ids = self._run.table
+            self._ids.seal()  # ids are only read by index from now on
         if self._queries is None:
             path = self.queries_path
             self._queries = {} if path is None else load_trec_queries(path)

@@ -25,6 +25,7 @@ from harness.core.errors import DatasetError
 from harness.datasets.beir.files import load_queries
 from harness.datasets.fields import text_problem
 from harness.datasets.reading import decode_line, read_lines
+from harness.datasets.trec_table import IdTable, Qrels
 
 #: One query's retrieved documents: ``(document id, score)``, best first.
 Ranked = list[tuple[str, float]]
@@ -129,80 +130,9 @@ def run_cells(path: Path, raw: bytes, number: int) -> tuple[str, str, float, str
     return qid, did, _number(path, score, number, "score"), tag
 
 
-class Qrels:
-    """Judgments held compactly: a query's judged document ids, UTF-8, joined by a space and
-    ended by a newline (an id holds no whitespace), in one ``bytearray``, their grades in one
-    ``array('d')``, and per query where its stretch of each starts. Queries are numbered by
-    ``table`` (query id -> index, shared with the run: a query the run lacks is added)."""
-
-    def __init__(self, table: dict[str, int] | None = None) -> None:
-        self.table: dict[str, int] = {} if table is None else table
-        self._docs, self._grades = bytearray(), array("d")
-        self._doc_at = array("q", [-1]) * len(self.table)  # per query (-1: not judged)
-        self._grade_at = array("q", [0]) * len(self.table)
-        self.judged = 0                   # queries judged
-        self.first: str | None = None     # the first query of the file
-        self.fractional, self.fractional_lines = 0, list[int]()  # grades cut; first lines
-
-    def __len__(self) -> int:
-        return self.judged
-
-    def __bool__(self) -> bool:
-        return self.judged > 0
-
-    def index(self, qid: str) -> int | None:
-        """The query's index in ``table``; None when it is not judged."""
-        i = self.table.get(qid)
-        return None if i is None or not self.has(i) else i
-
-    def has(self, i: int) -> bool:
-        """Whether query ``i`` (of ``table``) is judged."""
-        return i < len(self._doc_at) and self._doc_at[i] >= 0
-
-    def __contains__(self, qid: object) -> bool:
-        return isinstance(qid, str) and self.index(qid) is not None
-
-    def __getitem__(self, qid: str) -> Judged:
-        i = self.index(qid)
-        if i is None:
-            raise KeyError(qid)
-        return self.at(i)
-
-    def at(self, i: int) -> Judged:
-        """Query ``i``'s judgments, in file order."""
-        start, first = self._doc_at[i], self._grade_at[i]
-        docs = self._docs[start:self._docs.index(b"\n", start)].decode("utf-8").split(" ")
-        return list(zip(docs, self._grades[first:first + len(docs)], strict=True))
-
-    def grades(self, i: int) -> array[float]:
-        """Query ``i``'s grades, in file order."""
-        start = self._doc_at[i]
-        count = self._docs.count(b" ", start, self._docs.index(b"\n", start)) + 1
-        return self._grades[self._grade_at[i]:self._grade_at[i] + count]
-
-    def count(self, lo: int = 0, hi: int | None = None) -> int:
-        """How many of the queries ``lo`` to ``hi`` (of ``table``) are judged."""
-        at = np.frombuffer(self._doc_at, dtype=np.int64)[lo:hi]
-        return int(np.count_nonzero(at >= 0))
-
-    def put(self, qid: str, judged: dict[str, float]) -> None:
-        """Keep (replace) a query's judgments."""
-        i = self.table.setdefault(qid, len(self.table))
-        if i >= len(self._doc_at):
-            grow = i + 1 - len(self._doc_at)
-            self._doc_at.extend(array("q", [-1]) * grow)
-            self._grade_at.extend(array("q", [0]) * grow)
-        if self._doc_at[i] < 0:  # else a query met again (qrels not grouped): replaced
-            self.judged += 1
-            self.first = qid if self.first is None else self.first
-        self._doc_at[i], self._grade_at[i] = len(self._docs), len(self._grades)
-        self._docs += " ".join(judged).encode("utf-8") + b"\n"
-        self._grades.extend(judged.values())
-
-
 class QueryIds:
-    """The query ids by index, once no id is looked up any more: UTF-8 in one byte buffer
-    with each id's end (about 12 bytes a query where the dict took about 120)."""
+    """The ids of a ``dict`` table by index, once no id is looked up any more: UTF-8 in one
+    byte buffer with each id's end (``trec_table.IdTable`` holds them so from the start)."""
 
     def __init__(self, table: dict[str, int]) -> None:
         """Take the ids of ``table`` (numbered ``0 .. len - 1`` in its order) and empty it."""
@@ -231,7 +161,7 @@ def _first_judgment(path: Path, qid: str, did: str) -> int:
     return next(n for n, (q, _, d, _) in _rows(path, QRELS_COLUMNS) if q == qid and d == did)
 
 
-def load_trec_qrels(path: Path, table: dict[str, int] | None = None) -> Qrels:
+def load_trec_qrels(path: Path, table: IdTable | None = None) -> Qrels:
     """The judgments, their queries numbered by ``table`` (``Qrels``; grades with a fraction
     truncated, as trec_eval does, and counted); a document judged twice for a query is an
     error, as in trec_eval."""

@@ -1,8 +1,8 @@
 """A TREC run indexed by byte offsets (``dataset=trec``), not held in memory.
 
 One pass reads and checks every line (as ``trec_files`` reads them) and keeps, per query,
-an index in a table of query ids (a dict, shared with the qrels, then replaced by
-``trec_files.QueryIds`` once both files are read) and, per *block* (a
+an index in a table of query ids (``trec_table.IdTable``, shared with the qrels) and,
+per *block* (a
 stretch of consecutive lines of one query, comment and blank lines inside it included),
 its byte offset. A run sorted by query has one block a query; an unsorted one (a query in
 several blocks) also keeps each block's query. Queries are read back in windows of at most
@@ -33,6 +33,7 @@ from harness.datasets.reading import (
     signature,
 )
 from harness.datasets.trec_files import Ranked, ScoreType, run_cells, trec_order
+from harness.datasets.trec_table import IdTable
 
 #: The most bytes of run lines a window of queries holds (a window has one query at least).
 WINDOW_BYTES = 1 << 20
@@ -64,7 +65,7 @@ class RunIndex:
 
     def __init__(self, path: Path, score_type: ScoreType = "float") -> None:
         self.path, self.score_type = path, score_type
-        self.table: dict[str, int] = {}
+        self.table = IdTable()
         self.count = 0                      # the run's queries
         self.tags: set[str] = set()
         self._start = array("q")            # per block: byte offset of its first line
@@ -128,9 +129,7 @@ class RunIndex:
                 continue
             qid, did, _, tag = cells
             if qid != current:
-                index = table.get(qid)
-                if index is None:
-                    index = table[qid] = len(table)
+                index = table.add(qid)
                 current, docs = qid, {}
                 self._start.append(at)
                 query.append(index)
@@ -160,7 +159,7 @@ class RunIndex:
                     seen[did] = at
         if found is not None:
             at, qi, did, first = found
-            qid = next(q for q, i in self.table.items() if i == qi)
+            qid = self.table.id_at(qi)
             raise _duplicate(self.path, qid, did, self._line_of(first), self._line_of(at))
 
     def _line_of(self, offset: int) -> int:
