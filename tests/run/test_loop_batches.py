@@ -86,9 +86,11 @@ class Watching(IdContextPrecision):
     """Notes the collector's frozen objects while it scores."""
 
     frozen: list[int] = []
+    young: list[int] = []
 
     def score_batch(self, batch: Sequence[RagSample], on_done: Any = None) -> list[SampleResult]:
         self.frozen.append(gc.get_freeze_count())
+        self.young.append(gc.get_threshold()[0])
         return super().score_batch(batch, on_done)
 
 
@@ -97,15 +99,18 @@ def test_older_objects_are_frozen_while_scoring_and_the_collector_left_as_found(
     gc.unfreeze()  # (whatever an earlier test in this process left)
     gc.enable()
     metric = Watching("id_based")
+    thresholds = gc.get_threshold()
     evaluate([data], metric, io.StringIO())
     assert metric.frozen[-1] > 1000  # the modules, at least
-    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    assert metric.young[-1] == max(thresholds[0], 10_000)
+    assert gc.get_freeze_count() == 0 and gc.isenabled() and gc.get_threshold() == thresholds
     kept = [object() for _ in range(10)]  # a process that froze its own objects (pre-fork)
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
         evaluate([data], metric, io.StringIO())
         assert metric.frozen[-1] == frozen == gc.get_freeze_count()
+        assert metric.young[-1] == thresholds[0] == gc.get_threshold()[0]
     finally:
         gc.unfreeze()
     assert kept
