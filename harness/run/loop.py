@@ -20,6 +20,7 @@ from harness.run.batching import add_in_order, older_objects_frozen
 from harness.run.missed import CorpusTexts, explain_low_scores
 from harness.run.outputs import OutputError, json_lines
 from harness.run.outputs.folder import hint, reason
+from harness.run.outputs.rows import IdChunk, plain_chunks
 from harness.run.sampling import Evenly
 from harness.run.tally import (  # their home was this module: still importable here
     MAP_SAMPLES,
@@ -144,10 +145,10 @@ def evaluate(
         tally.note_ids(sample)
         if result.score is None and result.error:
             result.error = redact(result.error)
-        row = explain_low_scores(explained(result.to_row(), sample, row_text_chars), sample,
+        row = explain_low_scores(explained(result.to_row(), sample, row_text_chars, True), sample,
                                  row_text_chars, min_grade, documents, grades)
         if observe is not None:
-            observe(sample, row)
+            observe(sample, plain_chunks(row))
         tally.record(result, row)
         return row
 
@@ -235,23 +236,25 @@ def retrieval_metrics(sample: RagSample, ks: Sequence[int], min_grade: float) ->
     return at_cutoffs(sample.retrieved_context_ids or (), sample_grades(sample), ks, min_grade)
 
 
-#: The row's per-chunk lists besides ``verdicts`` (``explained``).
-_PER_CHUNK = frozenset({"relevance", "similarities", "reasons"})
-
-
-def explained(row: dict[str, Any], sample: RagSample, chars: int | None) -> dict[str, Any]:
+def explained(row: dict[str, Any], sample: RagSample, chars: int | None,
+              compact: bool = False) -> dict[str, Any]:
     """``row`` with the sample's ``question`` and its ranked ``chunks`` added: each chunk's
     ``id``, ``text`` (trimmed to ``chars``), ``verdict``, ``relevance``, ``similarity``,
-    ``reason`` and ``metadata``, where the sample or the metric has them."""
+    ``reason`` and ``metadata``, where the sample or the metric has them (``compact``: an
+    id metric's chunks as ``IdChunk``, written the same)."""
     ids, texts = sample.retrieved_context_ids, sample.retrieved_contexts
     metadata = sample.retrieved_context_metadata
     verdicts = row.get("verdicts")
     if (ids is not None and (chars == 0 or (texts is None and metadata is None))
             and type(verdicts) is list and len(verdicts) == len(ids)
-            and not _PER_CHUNK.intersection(row)):  # the id metrics: nothing to clip
+            and "relevance" not in row and "similarities" not in row
+            and "reasons" not in row):  # the id metrics: nothing to clip
         if chars != 0 and sample.user_input is not None:
             row["question"] = clip(sample.user_input, chars)
-        row["chunks"] = [{"id": i, "verdict": v} for i, v in zip(ids, verdicts, strict=True)]
+        if compact:
+            row["chunks"] = list(map(IdChunk, ids, verdicts))
+        else:
+            row["chunks"] = [{"id": i, "verdict": v} for i, v in zip(ids, verdicts, strict=True)]
         return row
     if chars == 0:
         texts = metadata = None

@@ -14,6 +14,7 @@ from typing import Any
 from harness.core.errors import headline
 from harness.core.types import RagSample, SampleResult
 from harness.metrics.retrieval import retrieval_summary
+from harness.run.outputs.rows import plain_chunks
 from harness.run.sampling import Evenly
 
 #: Distinct unscored reasons a run counts by default (the rest: ``(other reasons)``).
@@ -172,11 +173,13 @@ class Tally(Scores):
         at = self.n_samples
         ranked = self.count(result.score, result.error, result.details, result.verdicts)
         if result.score is None:
-            self.report_unscored.add(row, at=at)
+            unscored = self.report_unscored
+            unscored.add(plain_chunks(row) if unscored.wants() else None, at=at)
         else:  # (the map's entry is built only when it is kept)
             kept = self.verdict_map
             kept.add((result.id, list(ranked[:MAX_RANK])) if kept.wants() else None)
-        self.report_rows.add(row)
+        report = self.report_rows
+        report.add(plain_chunks(row) if report.wants() else None)
         entries = result.details.get("variants") if self.variants else None
         if isinstance(entries, dict):
             for name, scores in self.variants.items():

@@ -114,3 +114,14 @@ def test_older_objects_are_frozen_while_scoring_and_the_collector_left_as_found(
     finally:
         gc.unfreeze()
     assert kept
+
+
+def test_rows_kept_in_memory_hold_plain_chunks() -> None:
+    seen: list[Any] = []
+    data = samples(300)
+    tally = evaluate([data], IdContextPrecision("id_based"), io.StringIO(),
+                     observe=lambda sample, row: seen.append(row["chunks"]))
+    kept = [row for _, row in tally.report_rows.pick()]
+    assert kept and seen
+    for chunks in [row["chunks"] for row in kept] + seen:
+        assert chunks and all(type(c) is dict and list(c) == ["id", "verdict"] for c in chunks)

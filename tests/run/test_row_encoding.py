@@ -76,3 +76,15 @@ def test_line_breaks_are_escaped_and_lone_surrogates_replaced() -> None:
     assert line == '{"id":"x\\u2028y\\u2029z\\u0085","reason":"a\ufffdb"}'
     assert json_lines([row, row]) == (line + "\n") * 2
     assert len(line.splitlines()) == 1
+
+
+def test_id_chunks_are_written_as_the_dicts_they_stand_for() -> None:
+    from harness.run.outputs.rows import IdChunk, plain_chunks
+
+    for extra in ({}, {"tiny": 1e-05}, {"reason": "lone \ud800"}):  # msgspec, then json
+        compact = {"id": "q", "chunks": [IdChunk("d1", 1), IdChunk("é", 0)], **extra}
+        plain = {"id": "q", "chunks": [{"id": "d1", "verdict": 1}, {"id": "é", "verdict": 0}],
+                 **extra}
+        assert json_line(compact) == json_line(plain)
+        assert json_lines([compact, plain]) == (json_line(plain) + "\n") * 2
+        assert plain_chunks(compact) == plain and compact == plain  # changed in place
