@@ -26,7 +26,9 @@ class RunSettings:
     Args:
         seed: Random seed for anything sampled (recorded for replay).
         limit: Score only the first N samples (smoke runs); null for all.
-        batch_size: Samples scored per batch (memory stays flat on any file size).
+        batch_size: Samples scored per batch (memory stays flat on any file size); null
+            (the default): the metric's own ``batch_size`` if it has one (the id variants:
+            128, a batch that stays in the CPU's cache), else 1024.
         max_unscored_frac: Fail the run (exit code 3, outputs still written) when more
             than this fraction of samples is unscored (0.5 by default: a mean over fewer
             than half the samples does not describe the dataset); 1: no limit (null: only a run
@@ -77,7 +79,7 @@ class RunSettings:
 
     seed: int = 0
     limit: Annotated[int, Range(ge=0)] | None = None
-    batch_size: Annotated[int, Range(ge=1)] = 1024
+    batch_size: Annotated[int, Range(ge=1)] | None = None
     max_unscored_frac: Annotated[float, Range(ge=0, le=1)] | None = 0.5
     progress: bool = True
     quiet: bool = False

@@ -38,6 +38,10 @@ class IdContextPrecision(BaseMetric):
     """
 
     requires = frozenset({"retrieved_context_ids", "reference_context_ids"})
+    #: Samples a batch under ``run.batch_size=null``: a batch's samples, results and rows
+    #: then stay in the CPU's cache between reading, scoring and writing (about 15 % faster
+    #: at 200,000 samples than 1024; ``benchmarks/bench_scale.py``).
+    batch_size = 128
 
     def __init__(
         self,

@@ -86,6 +86,11 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
     return samples
 
 
+#: Samples a batch when neither ``run.batch_size`` nor the metric says (judged metrics: the
+#: calls one batch may have in flight together).
+DEFAULT_BATCH = 1024
+
+
 def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
     """Prepare the retriever and the batches to score, with a count for progress.
 
@@ -93,7 +98,8 @@ def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
     and retrieved first, and the endpoint checked, before any call; the others stream.
     """
     prepare_retriever(parts)
-    size = parts.settings.batch_size
+    size: int = parts.settings.batch_size or getattr(parts.metric, "batch_size", None) or (
+        DEFAULT_BATCH)
     if parts.metric.prevalidate:
         samples = _load_for_judging(parts)
         return (samples[i : i + size] for i in range(0, len(samples), size)), len(samples)

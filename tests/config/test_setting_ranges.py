@@ -64,8 +64,8 @@ TWO_BM25 = ("retriever=hybrid", "retriever@retriever.retrievers.dense=bm25")
         # the run block
         (["run.limit=-1"], "run.limit: expected int >= 0 or null, got -1"),
         (["run.limit=2.5"], "run.limit: expected int or null, got 2.5"),
-        (["run.batch_size=0"], "run.batch_size: expected int >= 1, got 0"),
-        (["run.batch_size=true"], "run.batch_size: expected int, got True"),
+        (["run.batch_size=0"], "run.batch_size: expected int >= 1 or null, got 0"),
+        (["run.batch_size=true"], "run.batch_size: expected int or null, got True"),
         (["run.max_unscored_frac=1.5"],
          "run.max_unscored_frac: expected finite float in [0, 1] or null, got 1.5"),
         (["run.max_unscored_frac=nan"], "run.max_unscored_frac: expected finite float in [0, 1]"),
