@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from harness.core.errors import ComponentFailed, ConfigError, HarnessError
 from harness.core.redact import redact
-from harness.core.text import clip, one_line, text_problem
+from harness.core.text import all_writable, clip, one_line, text_problem
 from harness.core.types import RagSample
 
 T = TypeVar("T")
@@ -116,7 +116,7 @@ def check_samples(component: str, asked: Sequence[RagSample], found: Any) -> lis
         where = f"sample {sample.id}"
         for field in ("retrieved_contexts", "retrieved_context_ids"):
             values = getattr(sample, field)
-            if values is None or _plain_texts(values):
+            if values is None or all_writable(values):
                 continue
             if not isinstance(values, list | tuple):
                 raise wrong(component, call, f"{field} {quote(values)} for {where}; expected a "
@@ -124,18 +124,6 @@ def check_samples(component: str, asked: Sequence[RagSample], found: Any) -> lis
             for i, value in enumerate(values):
                 _check_text(component, call, f"{where}", f"{field}[{i}]", value)
     return list(found)
-
-
-def _plain_texts(values: Any) -> bool:
-    """``values`` is a list or tuple of ``str`` of valid Unicode: checked at C speed (one
-    join) for the common case; ``False`` sends it to the item-by-item check and its message."""
-    if not isinstance(values, list | tuple):
-        return False
-    try:
-        joined = "".join(values)
-    except TypeError:  # an item that is not a str
-        return False
-    return joined.isascii() or text_problem(joined) is None
 
 
 def _check_text(component: str, call: str, where: str, field: str, value: Any) -> None:

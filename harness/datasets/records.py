@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.core.errors import DatasetError
+from harness.core.text import all_writable
 from harness.core.types import SAMPLE_FIELDS, RagSample
 from harness.datasets.fields import ALIASES, LEGACY_LIST, MappedColumns, text_problem
 from harness.datasets.seen_ids import SeenIds
@@ -94,18 +95,14 @@ class RecordParser:
         return RagSample(id=sample_id, **values)
 
     def _ids_only(self, raw: dict[str, Any], index: int, line: int) -> RagSample | None:
-        """A record of an id and two lists of string ids, all ASCII (a retrieval run's
-        usual line), checked at C speed; ``None`` sends any other to the field-by-field
-        path, which checks it and names what is wrong."""
+        """A record of an id and two lists of string ids (a retrieval run's usual line),
+        checked at C speed; ``None`` sends any other to the field-by-field path, which
+        checks it and names what is wrong."""
         assert self._plain is not None
         id_column, retrieved_column, reference_column = self._plain
         retrieved, reference = raw.get(retrieved_column), raw.get(reference_column)
-        if type(retrieved) is not list or type(reference) is not list:
-            return None
-        try:
-            if not ("".join(retrieved).isascii() and "".join(reference).isascii()):
-                return None
-        except TypeError:  # an item that is not a str
+        if not (type(retrieved) is list and type(reference) is list
+                and all_writable(retrieved) and all_writable(reference)):
             return None
         return RagSample(id=self._id(raw.get(id_column), index, line),
                          retrieved_context_ids=tuple(retrieved),
@@ -146,8 +143,7 @@ class RecordParser:
         return None
 
     def _check_items(self, field: str, items: tuple[str, ...], line: int) -> tuple[str, ...]:
-        joined = "".join(items)
-        if joined.isascii() or text_problem(joined) is None:
+        if all_writable(items):
             return items
         for i, item in enumerate(items):
             problem = text_problem(item)

@@ -9,6 +9,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.core.metric_names import retrieval_names
+
 
 def at_cutoffs(
     retrieved: Sequence[str], grades: Mapping[str, float], ks: Sequence[int], min_grade: float = 1
@@ -32,7 +34,7 @@ def cutoff_values(
 
     Only the first occurrences that gain something are kept (the others add nothing), and
     the values of each pattern of such hits are computed once per run (``_VALUES``; queries
-    share a few thousand patterns), the ideal DCG of a list of grades once (``_ideal_dcgs``).
+    share a few thousand patterns).
     """
     total, positive = 0, []
     for g in grades.values():
@@ -69,7 +71,9 @@ def _values(hits: list[tuple[int, float]], total: int, positive: tuple[float, ..
     """``cutoff_values``' values of a query whose first relevant or gaining occurrences
     are ``hits`` (rank, grade), with ``total`` relevant documents and ``positive`` grades."""
     out: list[float] = []
-    for k, idcg in zip(cuts, _ideal_dcgs(positive, cuts), strict=True):
+    for k in cuts:
+        # the ideal DCG at k, the sum the per-metric ``ndcg_at_k`` makes
+        idcg = sum(g / math.log2(rank + 1) for rank, g in enumerate(positive[:k], start=1))
         found, dcg, ap = 0, 0.0, 0.0
         for rank, grade in hits:
             if rank > k:
@@ -80,45 +84,28 @@ def _values(hits: list[tuple[int, float]], total: int, positive: tuple[float, ..
             if grade > 0:
                 dcg += float(grade) / _log2_1p(rank)
         out += (found / total if total else 0.0, dcg / idcg if idcg > 0 else 0.0, found / k,
-                1.0 if found else 0.0, ap / total if total else 0.0)  # in _ORDER
+                1.0 if found else 0.0, ap / total if total else 0.0)  # CUTOFF_METRICS
     out.append(next((1.0 / r for r, g in hits if g >= min_grade), 0.0))
     return tuple(out)
 
 
 #: ``math.log2(rank + 1)`` by rank (the same doubles: ``math.log2`` of the same argument).
 _LOG2_1P = [math.log2(rank + 1) for rank in range(1025)]
-#: The ideal DCG at each k by (sorted positive grades, ks); cleared at ``_IDEAL_MAX``.
-_IDEAL: dict[tuple[tuple[float, ...], tuple[int, ...]], list[float]] = {}
-_IDEAL_MAX = 4096
 #: ``at_cutoffs``' values by what they depend on (queries of one run share a few thousand
 #: patterns of hits); cleared at ``_VALUES_MAX``.
 _VALUES: dict[tuple[Any, ...], tuple[float, ...]] = {}
 _VALUES_MAX = 65536
 #: ``at_cutoffs``' names at each k, by ks, in the order of its rows' keys.
 _NAMES: dict[tuple[int, ...], tuple[str, ...]] = {}
-_ORDER = ("recall", "ndcg", "precision", "hit_rate", "map")
 
 
 def _flat_names(ks: tuple[int, ...]) -> tuple[str, ...]:
-    """``<metric>_at_<k>`` for each k and metric of ``_ORDER``, then ``mrr``."""
+    """``retrieval_names(ks)``, remembered as a tuple."""
     found = _NAMES.get(ks)
     if found is None:
-        found = _NAMES[ks] = (*(f"{m}_at_{k}" for k in ks for m in _ORDER), "mrr")
+        found = _NAMES[ks] = tuple(retrieval_names(ks))
     return found
 
 
 def _log2_1p(rank: int) -> float:
     return _LOG2_1P[rank] if rank < 1025 else math.log2(rank + 1)
-
-
-def _ideal_dcgs(positive: tuple[float, ...], ks: tuple[int, ...]) -> list[float]:
-    """The ideal DCG at each of ``ks`` of a query whose positive grades, best first, are
-    ``positive``: the sums ``at_cutoffs`` always made, remembered (queries share a few)."""
-    found = _IDEAL.get((positive, ks))
-    if found is None:
-        found = [sum(g / math.log2(rank + 1) for rank, g in enumerate(positive[:k], start=1))
-                 for k in ks]
-        if len(_IDEAL) >= _IDEAL_MAX:
-            _IDEAL.clear()
-        _IDEAL[(positive, ks)] = found
-    return found

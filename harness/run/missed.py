@@ -95,7 +95,7 @@ def missed_relevant(sample: RagSample, min_grade: float, chars: int | None,
         missed.sort(key=_GRADE, reverse=True)
         missed = missed[:MAX_MISSED]
     by_id = reference_texts(sample, min_grade, documents, [d for d, _ in missed]) if (
-        chars != 0 and missed) else {}
+        chars != 0) else {}
     out = []
     for doc, grade in missed:
         entry: dict[str, Any] = {"id": doc, "grade": grade}

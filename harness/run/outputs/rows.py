@@ -19,7 +19,8 @@ from harness.run.outputs.folder import OutputError, hint, reason
 
 PARTIAL = ".partial"
 
-_FAST = msgspec.json.Encoder().encode
+_ENCODER = msgspec.json.Encoder()
+_FAST, _LINES = _ENCODER.encode, _ENCODER.encode_lines
 
 
 class IdChunk(msgspec.Struct, gc=False):
@@ -107,7 +108,6 @@ _LINE_BREAKS = {c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029)}
 SEPARATORS = (",", ":")
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=SEPARATORS,
                            default=_as_json).encode
-_LINES = msgspec.json.Encoder().encode_lines
 #: A number msgspec writes unlike ``repr`` (``1e16``, ``1e-7``, ``0.00001``; Python writes
 #: ``1e+16``, ``1e-07``, ``1e-05``): such rows go to ``json`` instead. Every other float
 #: msgspec writes is ``repr``'s (checked on 1M floats).
