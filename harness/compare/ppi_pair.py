@@ -1,4 +1,4 @@
-"""The paired difference of two runs with human labels, by PPI++ (issue 33).
+"""The paired difference of two runs with human labels, by PPI++.
 
 The bootstrap interval and the sign-flip test of ``compare`` take the judge's scores as
 the truth: a judge lenient on one run's chunks only makes a difference that people would

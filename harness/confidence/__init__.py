@@ -1,4 +1,4 @@
-"""Human labels in, intervals that account for the judge out (issue 33).
+"""Human labels in, intervals that account for the judge out.
 
 ``labels`` reads a labels file (``run.human_labels``), ``match`` ties its rows to a run's
 retrieved chunks, ``ppi`` turns judge scores on every sample and human scores on the

@@ -42,7 +42,9 @@ from typing import Any
 
 from harness.confidence.labels import Label, LabelFile
 from harness.confidence.match import RunSample, chunks_of
+from harness.core.capabilities import Traced
 from harness.core.errors import ConfigError, DatasetError
+from harness.core.protocols import Dataset
 from harness.core.redact import redact, redact_uri
 
 #: The feedback names read by default (compared lower-case, ``-`` and spaces as ``_``).
@@ -67,12 +69,12 @@ class _Given:
     time: int
 
 
-def trace_labels(dataset: Any, name: str | None = None,
+def trace_labels(built: Dataset, name: str | None = None,
                  min_grade: float | None = None) -> LabelFile:
     """The HUMAN feedback on ``dataset``'s traces as labels of its samples.
 
     Args:
-        dataset: The built ``dataset=mlflow_traces`` (``MlflowTracesDataset``).
+        built: The run's dataset: ``dataset=mlflow_traces`` (its ``traced``).
         name: Read only feedback of exactly this name (default: any of ``NAMES``).
         min_grade: The lowest grade that counts as relevant (default: the dataset's).
 
@@ -80,7 +82,8 @@ def trace_labels(dataset: Any, name: str | None = None,
         The labels (``path``: where they came from), ``blank`` 0, and ``skipped``: the
         HUMAN feedback of the name that fits no shape.
     """
-    if getattr(dataset, "format", None) != "mlflow_traces" or not hasattr(dataset, "origins"):
+    dataset = built.traced
+    if dataset is None:
         raise ConfigError("run.human_labels=mlflow reads human feedback on MLflow traces: "
                           "use it with dataset=mlflow_traces, or set it to a labels file")
     grade = dataset.min_grade if min_grade is None else min_grade
@@ -122,7 +125,7 @@ def trace_labels(dataset: Any, name: str | None = None,
                      0, skipped=skipped)
 
 
-def _traces(dataset: Any, trace_ids: Sequence[str]) -> Iterator[Any]:
+def _traces(dataset: Traced, trace_ids: Sequence[str]) -> Iterator[Any]:
     """The traces (without spans) of ``trace_ids``, a batch of ids per query."""
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient

@@ -1,5 +1,12 @@
 """From a composed config to the parts of a job. ``_target_`` is the only registry.
 
+The one builder, and the one place a run learns what it can before any work: every setting
+checked against its constructor, each part checked against its role (``conform``: what it
+lacks is refused, its optional members get their defaults), the objectives and gates named,
+and the human labels read, matched to the dataset and their interval's library found. After
+``build`` nothing reads the dataset's index, starts an MLflow run or sends a judge request
+that a refusal here could have saved.
+
 Only this module, ``runner`` and ``cli`` see a ``DictConfig``; the parts they build get
 plain Python values.
 """
@@ -8,12 +15,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from harness.core.capabilities import conform
 from harness.core.errors import ConfigError, HarnessError, closest
-from harness.core.protocols import Dataset, Parts
+from harness.core.protocols import DATASET, METRIC, Dataset, Metric, Parts
 from harness.core.resolve import user_code
 from harness.core.settings import RunSettings
 from harness.core.trust import (
@@ -26,6 +35,9 @@ from harness.core.trust import (
 )
 from harness.core.validation import check_arguments, prechecked
 from harness.retrievers.custom import conforming
+
+if TYPE_CHECKING:
+    from harness.metrics.panel import Panel
 
 
 def settings(cfg: DictConfig) -> RunSettings:
@@ -163,19 +175,43 @@ def build(cfg: DictConfig | Mapping[str, Any], dataset: Dataset | None = None,
     if dataset is None:
         dataset = instantiate(cfg, "dataset")
     assert dataset is not None
+    dataset = conform(dataset, DATASET, f"dataset {_named_by(cfg, 'dataset', dataset)}")
     dataset.check()
     retriever = conforming(instantiate(cfg, "retriever"), str(cfg.retriever.get("_target_")))
-    metric = instantiate(cfg, "metric") if not variants else _panel(cfg, variants, members)
+    if variants:
+        panel = _panel(cfg, variants, members)
+        metric: Metric = conform(panel, METRIC, "metric")
+        named = tuple(zip(variants, panel.members, strict=True))
+    else:
+        metric = _member(cfg)
+        named = ((metric.name, metric),)
     if "tracking" in cfg:
         tracker = instantiate(cfg, "tracking")
     else:
         from harness.tracking.null import NullTracker
 
         tracker = NullTracker()
-    return Parts(task, dataset, retriever, metric, tracker, run_settings)
+    size = run_settings.batch_size or metric.batch_size or DEFAULT_BATCH
+    parts = Parts(task, dataset, retriever, metric, tracker, run_settings, named, size)
+    from harness.run.confidence import human_labels
+
+    return replace(parts, labels=human_labels(parts))  # read and checked before any work
 
 
-def _panel(cfg: DictConfig, variants: Sequence[str], members: Sequence[DictConfig]) -> Any:
+#: Samples a batch when neither ``run.batch_size`` nor the metric says (judged metrics: the
+#: calls one batch may have in flight together).
+DEFAULT_BATCH = 1024
+
+
+def _named_by(cfg: DictConfig, group: str, part: object) -> str:
+    """How a line names a built part: its ``_target_``, else its class's import path."""
+    node = cfg.get(group)
+    target = node.get("_target_") if isinstance(node, DictConfig) else None
+    cls = type(part)
+    return str(target) if target else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _panel(cfg: DictConfig, variants: Sequence[str], members: Sequence[DictConfig]) -> Panel:
     """A ``Panel`` of the listed variants, each built from its own config (all of them
     closed if one cannot be built)."""
     from functools import partial
@@ -190,12 +226,15 @@ def _panel(cfg: DictConfig, variants: Sequence[str], members: Sequence[DictConfi
     return Panel.built([partial(_member, own) for own in members], variants)
 
 
-def _member(own: DictConfig) -> Any:
-    """One variant's metric, its judge and prompt settings checked first."""
+def _member(own: DictConfig) -> Metric:
+    """One variant's metric, its judge and prompt settings checked first, and the metric
+    checked against its role (``conform``: a member it lacks is named before any work)."""
     for group in ("judge", "prompt"):
         if uses(own, group):
             check_missing(own, group)
-    return instantiate(own, "metric")
+    built = instantiate(own, "metric")
+    metric: Metric = conform(built, METRIC, f"metric {_named_by(own, 'metric', built)}")
+    return metric
 
 
 def _default_task() -> Any:

@@ -26,19 +26,6 @@ T = TypeVar("T")
 _QUOTE = 80
 
 
-def label(component: Any) -> str:
-    """How a line names a retriever: a user's class by its import path, an adapter by
-    its factory (``langchain factory mypkg.search.make``)."""
-    factory = getattr(component, "factory", None)
-    kind = getattr(component, "kind", None)
-    if isinstance(factory, str) and isinstance(kind, str):
-        return f"{kind} factory {factory}"
-    inner = getattr(component, "inner", None)
-    target = inner if inner is not None and type(component).__name__ == "Searcher" else component
-    cls = type(target)
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def error_text(error: BaseException) -> str:
     """``Type: message`` of ``error``, as one line without credentials."""
     message = one_line(redact(str(error)), 240)

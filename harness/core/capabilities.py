@@ -1,20 +1,34 @@
-"""Capabilities a part declares beside the protocols it implements (``harness.core.protocols``
-re-exports them): another room asks for one by its protocol, never by a concrete class of the
-room that provides it, nor by probing for a method with ``getattr``.
+"""What a part can do, declared beside the protocols it implements (``harness.core.protocols``
+re-exports them), and checked once, when ``harness.config.build`` makes the parts.
+
+pluggy checks each plugin against its hook specs when it is registered, before any hook is
+called; ``conform`` does the same for a run's parts: every member a role requires must be
+there (a part that lacks one is refused before any work, in a line naming the part and what
+it lacks), and every optional member a part leaves out is set to its declared default. After
+that the run reads what a part can do from its members; it never probes a part with
+``getattr``, ``hasattr`` or ``isinstance``.
 
 - ``SweepTracker``: a tracker's sweep part (``Tracker.sweep``; ``None`` for a tracker without).
 - ``Splittable``: a dataset that cuts itself into contiguous shards at its own record
-  boundaries (a JSON-lines file: byte ranges ending at line ends), for ``run.shards``; any
-  other dataset is split by sample index.
+  boundaries (a JSON-lines file: byte ranges ending at line ends), for ``run.shards``
+  (``Dataset.splitter()``); any other dataset is split by sample index.
+- ``Traced``: a dataset read from MLflow traces, whose samples know the span they came from
+  (``Dataset.traced()``), for human feedback on the traces as labels.
+- ``Labelled``: a run's human labels, read and checked before any work, that collect what
+  they need while samples are scored (``Parts.labels``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
+from harness.core.errors import ConfigError
 from harness.core.types import Corpus, RagSample
+
+P = TypeVar("P")
 
 
 class SweepTracker(Protocol):
@@ -82,6 +96,13 @@ class Part(Protocol):
     source: str
     min_grade: float
 
+    @property
+    def splittable(self) -> Splittable | None: ...
+    @property
+    def traced(self) -> Traced | None: ...
+    @property
+    def fields(self) -> Mapping[str, str]: ...
+    def first_record(self) -> dict[str, Any]: ...
     def check(self) -> None: ...
     def estimate_count(self) -> int: ...
     def samples(self, limit: int | None = None) -> Iterator[RagSample]: ...
@@ -97,7 +118,6 @@ class Part(Protocol):
         ...
 
 
-@runtime_checkable
 class Splittable(Protocol):
     """A dataset that splits itself (``run.shards``) at its record boundaries: no worker
     reads another's records, and each numbers its records as a reader of the whole does."""
@@ -115,3 +135,95 @@ class Splittable(Protocol):
         record (ids unique across parts, a mapped column in some record), from each part's
         ``split_seen()``, in order."""
         ...
+
+
+class Traced(Protocol):
+    """A dataset read from MLflow traces: each sample knows the trace and span it came from,
+    so human feedback on the traces can be read as labels, and verdicts written back."""
+
+    source: str
+    min_grade: float
+    tracking_uri: str
+    experiment_name: str
+
+    def samples(self, limit: int | None = None) -> Iterator[RagSample]: ...
+
+    def origins(self) -> Mapping[str, Any]:
+        """Each sample id's origin (``trace_id``, ``span_id``)."""
+        ...
+
+    def write_feedback(self, rows: Path, metric: str) -> str | None:
+        """Write ``rows``' scores and verdicts back; a one-line note of what was written,
+        or ``None`` when this dataset was not asked to (its own setting)."""
+        ...
+
+
+class Labelled(Protocol):
+    """A run's human labels (``run.human_labels``), read and checked when the parts are
+    built; they note each scored sample and give each variant its ``confidence`` block."""
+
+    def observe(self, sample: RagSample, row: dict[str, Any]) -> None:
+        """Note one scored sample (its row gets the human verdicts when it has them)."""
+        ...
+
+    def finish(self, tally: Any) -> None:
+        """Each variant's ``confidence`` block onto ``tally``, once every sample is scored."""
+        ...
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a part of one role must have, and what it may leave out.
+
+    Attributes:
+        name: The role, as lines name it (``metric``).
+        spec: The protocol, as lines name it (``harness.core.protocols.Metric, API v1``).
+        required: The members every part must have (methods must be callable).
+        methods: Which of ``required`` are methods.
+        optional: Members a part may leave out, each with how to make its default from the
+            part (set on the part when it is checked).
+        hint: What a user does about a part that lacks a required member.
+    """
+
+    name: str
+    spec: str
+    required: tuple[str, ...]
+    methods: frozenset[str]
+    optional: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    hint: str = ""
+
+
+def lacking(part: object, role: Role) -> list[str]:
+    """The required members of ``role`` that ``part`` lacks (a method must be callable)."""
+    found = {m: _member(part, m) for m in role.required}
+    return [m for m, v in found.items()
+            if v is _MISSING or (m in role.methods and not callable(v))]
+
+
+def conform(part: P, role: Role, who: str) -> P:
+    """``part``, checked against ``role`` once, as pluggy checks a plugin against its hook
+    specs when it registers: a ``ConfigError`` naming ``who`` (``metric mypkg.M``) and the
+    members it lacks; each optional member it leaves out set to its default."""
+    missing = lacking(part, role)
+    if missing:
+        raise ConfigError(
+            f"{who}: a {type(part).__name__} is not a {role.name}: it lacks "
+            f"{', '.join(missing)} ({role.spec}){'; ' + role.hint if role.hint else ''}")
+    for name, default in role.optional.items():
+        if _member(part, name) is _MISSING:
+            try:
+                setattr(part, name, default(part))
+            except (AttributeError, TypeError):  # __slots__, a frozen class
+                raise ConfigError(
+                    f"{who}: a {type(part).__name__} lacks {name} ({role.spec}) and takes no "
+                    f"attribute of that name; declare {name} on its class") from None
+    return part
+
+
+_MISSING: Any = object()
+
+
+def _member(part: object, name: str) -> Any:
+    """``part``'s member ``name`` (``_MISSING``: none): the one place a part is probed, when
+    it is built."""
+    return getattr(part, name, _MISSING)

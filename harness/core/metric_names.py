@@ -16,7 +16,7 @@ RUN_METRICS = ("mean", "success_rate", "n_samples", "n_scored", "n_unscored", "d
                "retrieval_depth")
 #: What each variant of a run of several logs, as ``<variant>/<name>``.
 VARIANT_METRICS = ("mean", "n_scored", "n_unscored", "success_rate")
-#: What a run with human labels logs per variant that has a ``confidence`` block (issue 33):
+#: What a run with human labels logs per variant that has a ``confidence`` block:
 #: the PPI++ mean, its interval's bounds and the judge's kappa against the labels; plain for
 #: a run of one variant, ``<variant>/<name>`` for several.
 CONFIDENCE_METRICS = ("ppi_mean", "ci_low", "ci_high", "kappa")

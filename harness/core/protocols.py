@@ -2,9 +2,11 @@
 
 A run is ``Task(Dataset -> Retriever -> Metric) -> Tracker``: the runner builds each part
 from its config group (``_target_`` is the only registry) and talks to it only through
-these protocols. Capabilities are declared attributes (``Retriever.needs_corpus``,
-``Metric.prevalidate``) or protocols (``harness.core.capabilities``: ``Splittable``,
-``SweepTracker``), never probed with ``getattr``.
+these protocols. Capabilities are declared members (``Retriever.needs_corpus``,
+``Metric.prevalidate``, ``Metric.human_score``, ``Dataset.splittable``), checked once when
+the parts are built (``harness.core.capabilities.conform`` against each role below: a part
+lacking a required member is refused there, an optional member it leaves out gets its
+default), never probed with ``getattr``, ``hasattr`` or ``isinstance`` while a run works.
 
 ``Retriever`` and ``Metric`` are **public API, version** ``API_VERSION``: implement them in
 your own package (``harness.retrievers.search.SearchRetriever`` and
@@ -15,12 +17,20 @@ either that breaks an implementation raises ``API_VERSION``. ``Dataset``, ``Judg
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from harness.core.capabilities import Part, Span, Splittable, SweepTracker
+from harness.core.capabilities import (
+    Labelled,
+    Part,
+    Role,
+    Span,
+    Splittable,
+    SweepTracker,
+    Traced,
+)
 from harness.core.settings import Job, JobValue, RunSettings
 from harness.core.summary import Summary
 from harness.core.types import (
@@ -57,8 +67,29 @@ class Dataset(Protocol):
     source: str
     min_grade: float
 
+    @property
+    def splittable(self) -> Splittable | None:
+        """Optional (``None``): the dataset splits itself at its record boundaries for
+        ``run.shards`` (a JSON-lines file); otherwise it is split by sample index."""
+        ...
+
+    @property
+    def traced(self) -> Traced | None:
+        """Optional (``None``): the dataset, when it was read from MLflow traces."""
+        ...
+
+    @property
+    def fields(self) -> Mapping[str, str]:
+        """Optional (``{}``): harness field -> the column of the data holding it."""
+        ...
+
     def check(self) -> None:
         """Raise a one-line ``DatasetError`` if the data cannot be read (before any work)."""
+        ...
+
+    def first_record(self) -> dict[str, Any]:
+        """Optional (``{}`` when absent): the first record as the data holds it (column ->
+        value), for lines that name the columns a file has; read apart from the samples."""
         ...
 
     def estimate_count(self) -> int:
@@ -93,12 +124,17 @@ class Retriever(Protocol):
         needs_corpus: ``prepare`` must receive a corpus (the run stops with one clear
             line when the dataset has none).
         searches: ``retrieve_batch`` searches (its calls are timed one query at a time);
-            ``False`` for one that passes the dataset's own chunks through. A class without
-            it searches (``SearchRetriever`` and the in-tree bases declare it).
+            ``False`` for one that passes the dataset's own chunks through. Optional: a
+            class without it searches (``SearchRetriever`` and the in-tree bases declare it).
     """
 
     needs_corpus: bool
     searches: bool
+
+    @property
+    def label(self) -> str:
+        """Optional: how lines name it (default: its class's import path)."""
+        ...
 
     def prepare(self, corpus: Corpus | None) -> None:
         """Called once before the first ``retrieve_batch``: build or load an index."""
@@ -123,11 +159,26 @@ class Metric(Protocol):
             reason, never scored 0.
         prevalidate: Read and validate every sample, and call ``preflight``, before the
             first ``score_batch`` (for metrics whose calls cost money or time).
+        batch_size: Optional (``None``): samples per ``score_batch`` when ``run.batch_size``
+            is null (``None``: 1,024).
+        human_score: Optional (``None``): how the metric scores a sample whose chunks people
+            judged (1 relevant, 0 not, in rank order), so ``run.human_labels`` scores the
+            labels as the metric scores its own verdicts; ``None``: the metric cannot, and a
+            run with human labels is refused before any work.
+        joins_loop: Optional (``False``): a judged metric of the harness whose calls can run on
+            one event loop with the other judged variants of a run (``metric=[a,b]``).
     """
 
     name: str
     requires: frozenset[str]
     prevalidate: bool
+
+    @property
+    def batch_size(self) -> int | None: ...
+    @property
+    def human_score(self) -> Callable[[Sequence[int]], float] | None: ...
+    @property
+    def joins_loop(self) -> bool: ...
 
     def preflight(self) -> None:
         """Check what scoring needs (e.g. the judge endpoint) before any work."""
@@ -166,6 +217,16 @@ class Judge(Protocol):
     samples: int
     vote: str
     stats: JudgeStats
+
+    @property
+    def top_logprobs(self) -> int:
+        """Optional (0): candidates per token it asks for (``metric.soft`` reads them)."""
+        ...
+
+    def share_pacing(self, other: Judge) -> bool:
+        """Optional (never): send ``other``'s requests under this judge's pacing budget when
+        both send to one endpoint with the same settings; whether they do."""
+        ...
 
     def ask(self, request: JudgeRequest, parse: Callable[[Completion], T]) -> Awaitable[T]:
         """Call (through the cache) and parse; raise ``JudgeError`` when it fails for good."""
@@ -245,8 +306,15 @@ class Task(Protocol):
 
 @dataclass(frozen=True)
 class Parts:
-    """The built components of one job; frozen: a wrapper (the timed retriever, the shards'
-    task, several variants' panel) makes a copy with ``dataclasses.replace``."""
+    """The built components of one job, each checked against its role; frozen: a wrapper
+    (the timed retriever, the shards' task) makes a copy with ``dataclasses.replace``.
+
+    Attributes:
+        members: The variants the metric scores, by name, in order: several for
+            ``metric=[a,b]`` (the metric is then their panel), else the metric alone.
+        batch_size: Samples per batch (``run.batch_size``, else the metric's, else 1,024).
+        labels: The run's human labels, read and checked when built (``None``: none).
+    """
 
     task: Task
     dataset: Dataset
@@ -254,17 +322,73 @@ class Parts:
     metric: Metric
     tracker: Tracker
     settings: RunSettings
+    members: tuple[tuple[str, Metric], ...] = ()
+    batch_size: int = 1024
+    labels: Labelled | None = None
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The names of the variants scored at once (``metric=[a,b]``); ``()``: one."""
+        return tuple(n for n, _ in self.members) if len(self.members) > 1 else ()
+
+    def needing(self, field: str) -> list[str]:
+        """The variants that need sample field ``field`` (the metric's name for one)."""
+        return [n for n, m in self.members if field in m.requires] or [self.metric.name]
 
     def close(self) -> None:
         """Release what the parts hold (the judge's client and loop)."""
         self.metric.close()
 
 
+def _role(protocol: type, name: str, spec: str, optional: Mapping[str, Callable[[Any], Any]],
+          hint: str = "") -> Role:
+    """The ``Role`` of ``protocol``: its members, less the optional ones, are required."""
+    methods = [m for m, v in vars(protocol).items() if callable(v) and not m.startswith("_")]
+    members = [m for m in (*vars(protocol).get("__annotations__", {}), *methods)
+               if not m.startswith("_") and m not in optional]
+    return Role(name, spec, tuple(dict.fromkeys(members)), frozenset(methods), optional, hint)
+
+
+def _path(part: object) -> str:
+    cls = type(part)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+#: What a metric must have (public API v1), and its optional members' defaults.
+METRIC = _role(Metric, "metric", f"harness.core.protocols.Metric, API v{API_VERSION}", {
+    "batch_size": lambda part: None,
+    "human_score": lambda part: None,
+    "joins_loop": lambda part: False,
+}, "subclass harness.metrics.base.BaseMetric, which gives every member but score_batch")
+#: What a retriever must have (public API v1).
+RETRIEVER = _role(Retriever, "retriever", f"harness.core.protocols.Retriever, API v{API_VERSION}", {
+    "searches": lambda part: True,
+    "label": _path,
+}, "subclass harness.retrievers.search.SearchRetriever")
+#: What a dataset must have (an internal seam).
+DATASET = _role(Dataset, "dataset", "harness.core.protocols.Dataset", {
+    "splittable": lambda part: None,
+    "traced": lambda part: None,
+    "fields": lambda part: {},
+    "first_record": lambda part: dict,
+})
+#: What a judge must have (an internal seam).
+JUDGE = _role(Judge, "judge", "harness.core.protocols.Judge", {
+    "top_logprobs": lambda part: 0,
+    "share_pacing": lambda part: lambda other: False,
+})
+
+
 __all__ = [
     "API_VERSION",
+    "DATASET",
+    "JUDGE",
+    "METRIC",
+    "RETRIEVER",
     "Dataset",
     "Judge",
     "Kind",
+    "Labelled",
     "Metric",
     "OnDone",
     "Part",
@@ -273,5 +397,6 @@ __all__ = [
     "Splittable",
     "SweepTracker",
     "Task",
+    "Traced",
     "Tracker",
 ]

@@ -1,5 +1,6 @@
-"""A dataset's first record as its file holds it (column -> value), for messages that
-name the columns a file has: read apart from the samples, only when a message needs it."""
+"""A file's first record as the file holds it (column -> value), for messages that name
+the columns a file has: read apart from the samples, only when a message needs it
+(``Dataset.columns``)."""
 
 from __future__ import annotations
 
@@ -16,22 +17,17 @@ QUESTION_LIKE = ("query", "question", "questions", "queries", "prompt", "user_qu
                  "query_text", "question_text", "q", "text")
 
 
-def first_record(dataset: object) -> dict[str, Any]:
-    """The first record of ``dataset`` (a file or in-memory dataset), or ``{}`` when it
-    cannot be told (another kind of dataset, an unreadable file)."""
+def file_record(path: Any, kind: str, fields: Mapping[str, str],
+                 delimiter: str = ",") -> dict[str, Any]:
+    """The first record of the ``kind`` file at ``path`` (``jsonl``, ``json``, ``csv``,
+    ``parquet``), or ``{}`` when it cannot be told (another kind, an unreadable file)."""
     try:
-        return _first(dataset)
+        return _first(path, kind, fields, delimiter)
     except Exception:  # only a hint: the samples' own reading says what is wrong
         return {}
 
 
-def _first(dataset: object) -> dict[str, Any]:
-    records = getattr(dataset, "records", None)
-    if isinstance(records, list):
-        return dict(records[0]) if records and isinstance(records[0], Mapping) else {}
-    path, kind = getattr(dataset, "path", None), getattr(dataset, "format", None)
-    if path is None:
-        return {}
+def _first(path: Any, kind: str, fields: Mapping[str, str], delimiter: str) -> dict[str, Any]:
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -39,7 +35,7 @@ def _first(dataset: object) -> dict[str, Any]:
         return dict(next(rows).to_pylist()[0])
     with open(path, encoding="utf-8-sig", newline="") as f:
         if kind == "csv":
-            reader = csv.reader(f, delimiter=getattr(dataset, "delimiter", ","))
+            reader = csv.reader(f, delimiter=delimiter)
             header, row = next(reader), next(reader, [])
             return dict(itertools.zip_longest(header, row, fillvalue=""))
         if kind not in ("jsonl", "json", "sample"):
@@ -48,7 +44,7 @@ def _first(dataset: object) -> dict[str, Any]:
     raw = json.loads(text)
     if isinstance(raw, list):
         raw = raw[0] if raw else {}
-    if isinstance(raw, dict) and columnar(raw, getattr(dataset, "fields", {})):
+    if isinstance(raw, dict) and columnar(raw, fields):
         return {k: _first_of(v) for k, v in raw.items()}
     return raw if isinstance(raw, dict) else {}
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.core.capabilities import Splittable, Traced
 from harness.core.errors import DatasetError
 from harness.core.types import Corpus, RagSample
 from harness.datasets.corpus_texts import fill_from_corpus
@@ -52,6 +53,8 @@ class FileDataset:
     format = "file"
     #: The lowest reference grade that counts as relevant.
     min_grade: float = 1.0
+    #: The column separator (CSV files set their own).
+    delimiter = ","
 
     def __init__(
         self,
@@ -83,6 +86,22 @@ class FileDataset:
             return count_lines(self.path) - (self.format == "csv")
         except DatasetError:
             return 0
+
+    @property
+    def splittable(self) -> Splittable | None:
+        """Split by sample index (a JSON-lines file splits itself: ``JsonlDataset``)."""
+        return None
+
+    @property
+    def traced(self) -> Traced | None:
+        """Not read from traces."""
+        return None
+
+    def first_record(self) -> dict[str, Any]:
+        """The file's first record as the file holds it, for lines naming its columns."""
+        from harness.datasets.columns import file_record
+
+        return file_record(self.path, self.format, self.fields, self.delimiter)
 
     def describe(self) -> dict[str, Any]:
         """What a reader of the outputs needs to know about the data."""

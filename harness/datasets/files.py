@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from harness.core.capabilities import Span
+from harness.core.capabilities import Span, Splittable
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.types import RagSample
 from harness.datasets import splitting
@@ -65,6 +65,11 @@ class JsonlDataset(FileDataset):
                 yield parser.parse(load_json(text, self.path, number), number - 1, number)
             count += 1
         parser.columns.finish()
+
+    @property
+    def splittable(self) -> Splittable | None:
+        """It splits itself at line ends (``run.shards``)."""
+        return self
 
     def split_spans(self, count: int, limit: int | None) -> list[Span]:
         """``Splittable``: byte ranges of the file ending at line ends (``run.shards``)."""

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from harness.core.capabilities import Splittable, Traced
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.types import Corpus, RagSample
 from harness.datasets.fields import MappedColumns, field_map
@@ -73,6 +74,9 @@ class RecordsDataset:
     format = "records"
     #: The lowest reference grade that counts as relevant.
     min_grade: float = 1.0
+    #: Split by sample index; not read from traces.
+    splittable: Splittable | None = None
+    traced: Traced | None = None
 
     def __init__(
         self, records: Sequence[Any], fields: Mapping[str, str] | None = None, name: str = "records"
@@ -116,6 +120,11 @@ class RecordsDataset:
             text = repr(self.records)
         # a lone surrogate in a key no field reads is no reason to fail
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def first_record(self) -> dict[str, Any]:
+        """The first record, for lines naming its keys."""
+        first = self.records[0] if self.records else None
+        return dict(first) if isinstance(first, Mapping) else {}
 
     def describe(self) -> dict[str, Any]:
         """Where the data came from."""

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.core.capabilities import Splittable
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.redact import redact_uri
 from harness.core.types import Corpus, RagSample
@@ -52,6 +53,8 @@ class MlflowTracesDataset:
     """
 
     format = "mlflow_traces"
+    #: Split by sample index (``run.shards``).
+    splittable: Splittable | None = None
 
     def __init__(
         self, experiment_name: str, tracking_uri: str | None = None, run_id: str | None = None,
@@ -121,6 +124,11 @@ class MlflowTracesDataset:
     def check(self) -> None:
         """Read the traces now: a store, experiment or trace that is not there fails here."""
         self._samples()
+
+    @property
+    def traced(self) -> MlflowTracesDataset:
+        """Read from MLflow traces: human feedback on them can label the run."""
+        return self
 
     def origins(self) -> dict[str, Origin]:
         """Sample id -> the trace and span it came from."""

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.core.capabilities import Splittable, Traced
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.types import Corpus, Document, RagSample
 from harness.core.validation import check_value
@@ -71,6 +72,9 @@ class TrecDataset:
     """
 
     format = "trec"
+    #: Split by sample index (``run.shards``); not read from traces.
+    splittable: Splittable | None = None
+    traced: Traced | None = None
 
     def __init__(
         self,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,13 @@ class BaseMetric:
     name: str = "metric"
     requires: frozenset[str] = frozenset()
     prevalidate: bool = False
+    #: Samples a batch when ``run.batch_size`` is null (``None``: 1,024).
+    batch_size: int | None = None
+    #: How it scores a sample's human verdicts in rank order (``run.human_labels``);
+    #: ``None``: it cannot, and a run with human labels is refused before any work.
+    human_score: Callable[[Sequence[int]], float] | None = None
+    #: A judged metric of the harness that shares one event loop with the others of a run.
+    joins_loop: bool = False
 
     def preflight(self) -> None:
         """Nothing to check."""

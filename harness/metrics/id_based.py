@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Annotated, Literal
 
 from harness.core.errors import ConfigError
@@ -58,6 +59,8 @@ class IdContextPrecision(BaseMetric):
         check_value("metric.eps", Eps, eps)
         check_value("metric.min_grade", float, min_grade)
         self.name, self.aggregate, self.eps, self.min_grade = name, aggregate, eps, min_grade
+        if aggregate == "average_precision":  # set precision is no score of ranked verdicts
+            self.human_score = partial(average_precision, eps=float(eps))
 
     def relevant_ids(self, sample: RagSample) -> set[str]:
         """The reference ids that count as relevant (grade >= ``min_grade`` when graded)."""

@@ -5,17 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 from harness.core.aio import LoopThread
+from harness.core.capabilities import conform
 from harness.core.errors import ConfigError
-from harness.core.protocols import Judge, Kind, OnDone
+from harness.core.protocols import JUDGE, Judge, Kind, Metric, OnDone
 from harness.core.types import Completion, JudgeRequest, JudgeSubject, RagSample, SampleResult
 from harness.core.validation import Range, check_value
 from harness.judges.replies import parse
 from harness.judges.transport import turns
 from harness.metrics.base import BaseMetric, missing_fields
+from harness.metrics.ranking import average_precision
 from harness.prompts.template import PromptTemplate
 
 T = TypeVar("T")
@@ -80,13 +83,17 @@ class JudgedMetric(BaseMetric):
         check_value("metric.eps", Annotated[float, Range(ge=0)], eps)
         if not isinstance(soft, bool):
             raise ConfigError(f"metric.soft: expected true or false, got {soft!r}")
-        if soft and getattr(judge, "top_logprobs", None) == 0:  # soft reads the candidates
+        judge = conform(judge, JUDGE, f"metric {name}: judge")
+        if soft and judge.top_logprobs == 0:  # soft reads the candidates
             raise ConfigError(
                 "metric.soft=true reads P(relevant) from the judge's top logprobs, but "
                 "judge.top_logprobs=0 asks for none; set judge.top_logprobs=5 "
                 "(or metric.soft=false)"
             )
         self.name, self.judge, self.prompt, self.eps, self.soft = name, judge, prompt, eps, soft
+        self.human_score = partial(average_precision, eps=float(eps))
+        #: scored by this class's own loop, so it can share one with the run's other variants
+        self.joins_loop = type(self).score_batch is JudgedMetric.score_batch
         self._loop = LoopThread()
         self._lineup: Lineup | None = None  # set by judge_together
         self._agreement: list[float] = []
@@ -240,27 +247,25 @@ class JudgedMetric(BaseMetric):
             self._loop.close()
 
 
-def judge_together(members: Sequence[Any]) -> list[int]:
+def judge_together(members: Sequence[Metric]) -> list[int]:
     """Put the judged ones of ``members`` (a panel's) on one event loop, so that their batches
     are judged at once, and their judges that send to one endpoint with the same settings
     under one pacing budget (``share_pacing``: they share its capacity); return their
     indices. A member whose loop already runs, or that scores its own way (a subclass's
     ``score_batch``), is left alone."""
-    together = [i for i, m in enumerate(members)
-                if isinstance(m, JudgedMetric) and not m.loop.started
-                and type(m).score_batch is JudgedMetric.score_batch]
+    judged = {i: cast(JudgedMetric, m) for i, m in enumerate(members) if m.joins_loop}
+    together = [i for i, m in judged.items() if not m.loop.started]
     if len(together) < 2:
         return []
-    first: JudgedMetric = members[together[0]]
-    chains = {members[i].include_reason for i in together}
+    first = judged[together[0]]
+    chains = {judged[i].include_reason for i in together}
     lineup = Lineup() if len(chains) > 1 else None  # some make two calls a sample, some one
     first._lineup = lineup
     for n, i in enumerate(together[1:], 1):
-        member: JudgedMetric = members[i]
+        member = judged[i]
         member._loop.close()  # never started: nothing to stop
         member._loop, member._lineup = first.loop.shared(), lineup
         for earlier in together[:n]:
-            share = getattr(members[earlier].judge, "share_pacing", None)
-            if share is not None and share(member.judge):
+            if judged[earlier].judge.share_pacing(member.judge):
                 break
     return together

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from harness.core.errors import ConfigError, closest
@@ -69,6 +70,7 @@ class StringContextPrecision(BaseMetric):
         check_value("metric.workers", Workers, workers)
         self.name, self.measure, self.threshold = name, measure, threshold
         self.eps, self.workers = eps, workers
+        self.human_score = partial(average_precision, eps=float(eps))
 
     def _distance(self) -> Any:
         from rapidfuzz import distance

@@ -56,6 +56,9 @@ class Panel:
         if len(self.names) != len(self.members) or len(set(self.names)) != len(self.names):
             raise ValueError(f"one distinct name per member, got {self.names}")
         self.guard = guard
+        self.batch_size: int | None = None
+        self.human_score = None  # each member says its own (``Parts.members``)
+        self.joins_loop = False
         self.name = self.members[0].name
         self.prevalidate = any(m.prevalidate for m in self.members)
         self.requires = frozenset().union(*(m.requires for m in self.members))

@@ -45,6 +45,11 @@ class CorpusRetriever(ABC):
     searches: bool = True
     kind: str = "corpus"
 
+    @property
+    def label(self) -> str:
+        """How lines name this retriever: its option (``bm25``)."""
+        return self.kind
+
     def __init__(self, top_k: int, chunk_size: int | None, chunk_overlap: int) -> None:
         where = "retriever"
         self.top_k = check_top_k(where, "top_k", top_k)

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
+from harness.core.capabilities import Role, lacking
 from harness.core.errors import ConfigError
 from harness.core.types import Chunk, Corpus
 from harness.core.validation import Range
@@ -138,6 +139,11 @@ def _non_negative(value: Any) -> bool:
     )
 
 
+#: What a part of a hybrid must do: rank a corpus's chunks (a ``CorpusRetriever``).
+FUSED = Role("corpus retriever", "harness.retrievers.corpus.CorpusRetriever",
+             ("index_corpus", "ranked"), frozenset({"index_corpus", "ranked"}))
+
+
 def _check_parts(
     retrievers: Mapping[str, CorpusRetriever] | Sequence[CorpusRetriever], where: str
 ) -> dict[str, CorpusRetriever]:
@@ -158,7 +164,7 @@ def _check_parts(
                 f"{where}.retrievers{path}: expected a retriever, got {part!r}; add parts "
                 "from the retriever group, e.g. +retriever@retriever.retrievers.NAME=bm25"
             )
-        if not isinstance(part, CorpusRetriever):
+        if lacking(part, FUSED):
             raise ConfigError(
                 f"{where}.retrievers{path}: {type(part).__name__} does not search a corpus"
             )

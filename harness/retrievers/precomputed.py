@@ -22,6 +22,7 @@ class Precomputed:
 
     needs_corpus: bool = False
     searches: bool = False  # the dataset's own chunks pass through: nothing to time
+    label = "precomputed"
 
     def __init__(self, top_k: Annotated[int, Range(ge=1)] | None = None) -> None:
         self.top_k = check_optional_top_k(top_k)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.core.capabilities import Role, lacking
 from harness.core.errors import ConfigError
 from harness.core.types import Chunk
 from harness.retrievers.dense.retriever import Dense
@@ -18,6 +19,12 @@ from harness.retrievers.topk import check_top_k
 
 #: A first stage: for each query, its best ``k`` chunks.
 FirstStage = Callable[[Sequence[str], int], list[list[Chunk]]]
+
+
+#: What a reranker must do: score a first stage's candidates again (``retriever=dense``).
+RERANKS = Role("reranker", "harness.retrievers.dense.retriever.Dense",
+               ("prepare_chunks", "rerank", "describe", "chunk_size", "chunk_overlap"),
+               frozenset({"prepare_chunks", "rerank", "describe"}))
 
 
 class RerankStage:
@@ -40,7 +47,7 @@ class RerankStage:
         where: str = "retriever",
     ) -> None:
         self.candidates = check_top_k(where, "candidates", candidates)
-        if reranker is not None and not isinstance(reranker, Dense):
+        if reranker is not None and lacking(reranker, RERANKS):
             raise ConfigError(
                 f"{where}.rerank: {type(reranker).__name__} cannot rerank; use dense"
             )

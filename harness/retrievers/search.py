@@ -65,7 +65,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from harness.core.boundary import check_hits, guarded, label
+from harness.core.boundary import check_hits, guarded
 from harness.core.errors import ConfigError
 from harness.core.types import Corpus, Hit, RagSample
 from harness.core.validation import Range
@@ -127,7 +127,7 @@ class SearchRetriever(ABC):
                     "dataset (dataset=beir dataset.path=DIR)"
                 )
             return
-        guarded(f"retriever {label(self)}", "index()", lambda: self.index(corpus))
+        guarded(f"retriever {self.label}", "index()", lambda: self.index(corpus))
 
     def retrieve_batch(self, samples: Sequence[RagSample]) -> list[RagSample]:
         """The samples, in order, with ``retrieved_contexts`` / ``retrieved_context_ids``
@@ -144,11 +144,16 @@ class SearchRetriever(ABC):
         cls = type(self)
         return f"{cls.__module__}.{cls.__qualname__}"
 
+    @property
+    def label(self) -> str:
+        """How lines name this retriever: its class's import path (``name()``)."""
+        return self.name()
+
     def _checked_search(self, queries: list[str]) -> list[list[Hit]]:
         """``search`` behind the boundary of users' code (``harness.core.boundary``):
         what it raises is one line naming this retriever, and its answer is checked, so a
         mistake is named here, not in a metric or the row writer."""
-        component = f"retriever {label(self)}"
+        component = f"retriever {self.label}"
         results = guarded(component, "search()", lambda: self.search(queries), mid_run=True)
         check_hits(component, results, len(queries))
         return results

@@ -1,6 +1,7 @@
-"""Human labels in a run (``run.human_labels``, issue 33): read before scoring, tied to each
-sample's chunks as it is scored (the whole texts, not the rows' cut ones), and turned into
-each variant's ``confidence`` block once every sample is scored.
+"""Human labels in a run (``run.human_labels``): read and checked when the parts are built,
+before any work (``human_labels``), tied to each sample's chunks as it is scored (the whole
+texts, not the rows' cut ones), and turned into each variant's ``confidence`` block once every
+sample is scored.
 
 The labels come from a file (``harness.confidence.labels``), from the dataset's own qrels
 for a seeded uniform draw of ``run.human_label_samples`` samples (``qrels``: a chunk the
@@ -9,10 +10,11 @@ human feedback on MLflow traces (``mlflow``: ``harness.confidence.traces``). A l
 sample's row gets ``human_verdicts`` (rank order) and, beside each variant's ``score``, its
 ``human_score``.
 
-Which variants get a block: those that score by average precision over the ranked chunks
-(every LLM variant, ``id_ranked``, ``non_llm``), the judge-free ones included: their
-"judge" is the id or string match, and the block says how far the labels move its mean.
-``id_based`` (set precision, duplicates collapsed) gets none.
+Which variants get a block: those that say how they score human verdicts
+(``Metric.human_score``): every LLM variant, ``id_ranked`` and ``non_llm`` (average precision
+over the ranked chunks), the judge-free ones included: their "judge" is the id or string
+match, and the block says how far the labels move its mean. ``id_based`` (set precision,
+duplicates collapsed) has none, nor has a metric of the user's own that does not declare it.
 """
 
 from __future__ import annotations
@@ -24,27 +26,15 @@ from typing import Any
 
 from harness.confidence.labels import Label, LabelFile, read_labels
 from harness.confidence.match import Judged, Matched, RunSample, judged, match
-from harness.confidence.ppi import NOT_DRAWN, human_score, variant_confidence
+from harness.confidence.ppi import NOT_DRAWN, variant_confidence
 from harness.confidence.sheet import drawn_as_recorded, read_draw
 from harness.core.errors import ConfigError
 from harness.core.protocols import Parts
 from harness.core.settings import MLFLOW, QRELS
 from harness.core.types import RagSample
-from harness.metrics.panel import Panel
 from harness.run.tally import Tally
 
 Scorer = Callable[[Sequence[int]], float]
-
-
-def scorer(metric: object) -> Scorer | None:
-    """How a variant scores a sample's human verdicts: average precision with its ``eps``;
-    ``None`` for a variant that scores otherwise (``id_based``'s set precision)."""
-    if getattr(metric, "aggregate", "average_precision") != "average_precision":
-        return None
-    eps = getattr(metric, "eps", None)
-    if isinstance(eps, bool) or not isinstance(eps, int | float):
-        return None
-    return human_score(float(eps))
 
 
 def put_after(entry: dict[str, Any], after: str, key: str, value: Any) -> None:
@@ -179,21 +169,19 @@ def _label_counts(counts: dict[str, int]) -> str:
             else f"{rows:,} label rows") + kept
 
 
-def human_labels(parts: Parts, variants: Sequence[str]) -> HumanLabels | None:
-    """The run's labels (``run.human_labels``), read before any sample is scored; ``None``
-    without. Bad labels are one ``DatasetError`` naming the file, line and field."""
+def human_labels(parts: Parts) -> HumanLabels | None:
+    """The run's labels (``run.human_labels``), read and checked when the parts are built,
+    before any work; ``None`` without. Bad labels are one ``DatasetError`` naming the file,
+    line and field; labels the run cannot score are one ``ConfigError``."""
     run = parts.settings
     if run.human_labels is None:
         return None
-    members = parts.metric.members if isinstance(parts.metric, Panel) else [parts.metric]
-    keys: list[str | None] = list(variants) if variants else [None]
-    members = members[: len(keys)]  # a panel of one is a run of one
-    scorers = {k: scorer(m) for k, m in zip(keys, members, strict=True)}
+    check_extra()
+    keys: list[str | None] = list(parts.variants) or [None]
+    members = [m for _, m in parts.members][: len(keys)]  # a panel of one is a run of one
+    scorers = {k: m.human_score for k, m in zip(keys, members, strict=True)}
     if not any(scorers.values()):
-        raise ConfigError(
-            f"run.human_labels: metric {parts.metric.name} does not score by average "
-            "precision over the ranked chunks (id_based scores set precision), so the labels "
-            "cannot be scored as it scores: no interval; use metric=id_ranked or an LLM variant")
+        raise ConfigError(f"run.human_labels: {_lacking(parts)}")
     min_grade = parts.dataset.min_grade
     out = HumanLabels(run.human_labels, scorers, run.confidence_level, min_grade=min_grade)
     if run.human_labels == QRELS:
@@ -206,7 +194,48 @@ def human_labels(parts: Parts, variants: Sequence[str]) -> HumanLabels | None:
         out.source = out.file.path
     for label in out.file.labels:
         out.labels.setdefault(label.sample_id, []).append(label)
+    _check_ids(out, parts)
     return out
+
+
+def _lacking(parts: Parts) -> str:
+    """Why no variant of the run can score the labels: what each lacks."""
+    names = ", ".join(f"{name} ({type(m).__module__}.{type(m).__qualname__})"
+                      for name, m in parts.members)
+    several = len(parts.members) > 1
+    return (f"metric{'s' if several else ''} {names} {'have' if several else 'has'} no "
+            "human_score, which scores a sample's labelled chunks (1 relevant, 0 not, in rank "
+            "order) as the metric scores its own verdicts, so the labels cannot be scored and "
+            "there is no interval; use metric=id_ranked or an LLM variant (average precision; "
+            "id_based scores set precision over ids), or give your metric class a human_score "
+            "(harness.metrics.ranking.average_precision with its eps, for one)")
+
+
+def check_extra() -> None:
+    """The interval's library is installed (``ppi-python``), before any work."""
+    import importlib.util
+
+    if importlib.util.find_spec("ppi_py") is None:
+        raise ConfigError(
+            "run.human_labels: the PPI++ interval needs ppi-python, which is not installed; "
+            "pip install 'harness-context-precision[confidence]' (or drop run.human_labels)")
+
+
+def _check_ids(labels: HumanLabels, parts: Parts) -> None:
+    """The labels name samples of this run's dataset: none matching is refused before any
+    work (ids written another way, the wrong file); some not matching are counted when
+    the run ends (``unknown_samples``)."""
+    if not labels.labels or labels.file is None:
+        return
+    ids = {s.id for s in parts.dataset.samples(parts.settings.limit)}
+    if ids.isdisjoint(labels.labels):
+        given = next(iter(labels.labels))
+        some = f"; a sample of the dataset: {next(iter(ids))!r}" if ids else ""
+        raise ConfigError(
+            f"run.human_labels: none of the {len(labels.labels):,} sample ids of "
+            f"{labels.source} is a sample of {parts.dataset.source} (a labelled id: "
+            f"{given!r}{some}); label this run's samples (harness label RUN_DIR N draws "
+            "them), or check run.limit and the dataset")
 
 
 def _qrels_draw(parts: Parts) -> tuple[set[str], dict[str, Any], str]:

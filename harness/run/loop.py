@@ -32,7 +32,6 @@ from harness.run.tally import (  # their home was this module: still importable 
     Tally,
     significant,
 )
-from harness.run.timing import Timed
 
 __all__ = ["FLUSH_S", "MAP_SAMPLES", "MAX_RANK", "REPORT_ROWS", "REPORT_UNSCORED", "Scores",
            "Tally", "evaluate", "explained", "retrieval_metrics", "retrieved", "significant"]
@@ -47,13 +46,14 @@ ROWS_PER_WRITE = 128
 
 
 def retrieved(retriever: Retriever, batches: Iterable[list[RagSample]],
-              every: float = FLUSH_S) -> Iterator[list[RagSample]]:
-    """Each batch with its retrieval. A ``Timed`` retriever that searches (``per_call``
-    questions per call) hands on what it has found whenever ``every`` seconds have passed
-    since the last hand-over, so those samples are scored and written as they come (a fast
-    search still hands on whole batches), and what it found before a search that failed or
-    was interrupted. What is searched, and how, is unchanged."""
-    per_call = retriever.per_call if isinstance(retriever, Timed) else None
+              per_call: int | None = None, every: float = FLUSH_S,
+              ) -> Iterator[list[RagSample]]:
+    """Each batch with its retrieval. A retriever that searches ``per_call`` questions per
+    call (``run.retrieval_batch_size``; ``None``: the whole batch in one) hands on what it
+    has found whenever ``every`` seconds have passed since the last hand-over, so those
+    samples are scored and written as they come (a fast search still hands on whole
+    batches), and what it found before a search that failed or was interrupted. What is
+    searched, and how, is unchanged."""
     search = retriever.retrieve_batch
     for batch in batches:
         if per_call is None or len(batch) <= per_call:

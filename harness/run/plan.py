@@ -13,7 +13,6 @@ from harness.core.objectives import parse as parse_objective
 from harness.core.protocols import Parts
 from harness.core.settings import RunSettings
 from harness.core.types import RagSample
-from harness.metrics.panel import Panel
 from harness.run.loop import Tally, evaluate, retrieved
 from harness.run.missed import CorpusTexts
 from harness.run.questions import check_all, watched
@@ -41,8 +40,6 @@ def progress_bar(settings: RunSettings, total: int) -> tuple[Any, Callable[[int]
 def timed_retriever(parts: Parts) -> Timed:
     """The run's retriever, timed (``harness.run.timing``) when it searches."""
     inner = parts.retriever
-    if isinstance(inner, Timed):
-        return inner
     return Timed(inner, parts.settings.retrieval_batch_size if inner.searches else None)
 
 
@@ -50,9 +47,8 @@ def prepare_retriever(parts: Parts) -> None:
     """Give the retriever the dataset's corpus to index (corpus retrievers need one)."""
     corpus = parts.dataset.corpus()
     if parts.retriever.needs_corpus and corpus is None:
-        inner = parts.retriever.inner if isinstance(parts.retriever, Timed) else parts.retriever
         raise ConfigError(
-            f"retriever {type(inner).__name__} searches a corpus, but the dataset "
+            f"retriever {parts.retriever.label} searches a corpus, but the dataset "
             f"({parts.dataset.describe().get('format')}) has none; give your documents with "
             "dataset.corpus=FILE (jsonl, json, csv and parquet datasets), use a BEIR dataset "
             "(dataset=beir dataset.path=DIR), or retriever=precomputed"
@@ -70,10 +66,9 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
     samples = parts.retriever.retrieve_batch(read)
     if not samples:
         raise DatasetError(parts.dataset.source, "contains no records")
-    metric = parts.metric
-    for field in sorted(metric.requires):
+    for field in sorted(parts.metric.requires):
         if all(getattr(s, field) is None for s in samples):
-            who = metric.needing(field)[0] if isinstance(metric, Panel) else metric.name
+            who = parts.needing(field)[0]
             by_id = (" (or, when the records name them by id, give the documents with "
                      "dataset.corpus=FILE)") if field in _FROM_CORPUS and (
                 parts.dataset.corpus() is None) else ""
@@ -86,11 +81,6 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
     return samples
 
 
-#: Samples a batch when neither ``run.batch_size`` nor the metric says (judged metrics: the
-#: calls one batch may have in flight together).
-DEFAULT_BATCH = 1024
-
-
 def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
     """Prepare the retriever and the batches to score, with a count for progress.
 
@@ -98,14 +88,15 @@ def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
     and retrieved first, and the endpoint checked, before any call; the others stream.
     """
     prepare_retriever(parts)
-    size: int = parts.settings.batch_size or getattr(parts.metric, "batch_size", None) or (
-        DEFAULT_BATCH)
+    size = parts.batch_size
     if parts.metric.prevalidate:
         samples = _load_for_judging(parts)
         return (samples[i : i + size] for i in range(0, len(samples), size)), len(samples)
     # a slow search hands on what it found about every second (rows kept if interrupted)
+    per_call = parts.settings.retrieval_batch_size if parts.retriever.searches else None
     batches = retrieved(parts.retriever,
-                        watched(parts, parts.dataset.batches(size, parts.settings.limit)))
+                        watched(parts, parts.dataset.batches(size, parts.settings.limit)),
+                        per_call)
     return batches, parts.dataset.estimate_count()
 
 
@@ -122,13 +113,11 @@ def score(
     ``max_reasons``: distinct unscored reasons counted, ``Tally.max_reasons``); with
     ``run.human_labels``, the labelled rows get the human verdicts and the tally each
     variant's ``confidence`` block (``harness.run.confidence``)."""
-    from harness.run.confidence import human_labels
-
     min_grade = parts.settings.retrieval_min_grade
     if min_grade is None:
         min_grade = parts.dataset.min_grade
-    names = variant_names(parts.metric) if variants is None else variants
-    labels = human_labels(parts, names)  # read (and checked) before the first sample
+    names = parts.variants if variants is None else variants
+    labels = parts.labels  # read and checked when the parts were built
     tally = evaluate(batches, parts.metric, sink, progress, parts.settings.retrieval_ks,
                      min_grade, row_text_chars=parts.settings.row_text_chars,
                      beyond_depth=parts.settings.retrieval_beyond_depth or
@@ -141,7 +130,3 @@ def score(
         labels.finish(tally)
     return tally
 
-
-def variant_names(metric: object) -> tuple[str, ...]:
-    """The variants a run scores at once (``metric=[a,b]``: a ``Panel``); ``()``: one."""
-    return metric.names if isinstance(metric, Panel) and len(metric.names) > 1 else ()

@@ -11,13 +11,13 @@ many, on stderr, at its end.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from harness.core.errors import DatasetError
 from harness.core.text import clip
 from harness.core.types import RagSample
-from harness.datasets.columns import first_record, question_column
+from harness.datasets.columns import question_column
 
 FIELD = "user_input"
 
@@ -67,15 +67,14 @@ class Questions:
                 "nothing was retrieved for them, and they score as empty retrievals")
 
     def _field(self) -> str:
-        fields: Mapping[str, str] = getattr(self.dataset, "fields", {}) or {}
-        column = fields.get(FIELD, FIELD)
+        column = self.dataset.fields.get(FIELD, FIELD)
         return FIELD if column == FIELD else f"{FIELD}, read from column {column!r}"
 
     def refusal(self, count: int) -> DatasetError:
         """The one line that refuses a run with nothing to search."""
-        fields: Mapping[str, str] = getattr(self.dataset, "fields", {}) or {}
+        fields = self.dataset.fields
         column = fields.get(FIELD, FIELD)
-        record = first_record(self.dataset)
+        record = self.dataset.first_record()
         names = [k for k in record if isinstance(k, str)]
         listed = ", ".join(clip(n, 40) for n in names[:12]) + (", ..." if len(names) > 12 else "")
         seen = f"; its columns are {listed}" if names else ""
@@ -99,15 +98,9 @@ def watcher(parts: Any) -> Questions | None:
     """The watcher of the run's questions, or ``None`` when its retriever searches
     nothing (``precomputed``: the dataset's own retrieval passes through)."""
     retriever = parts.retriever
-    if not getattr(retriever, "searches", True):
+    if not retriever.searches:
         return None
-    inner = getattr(retriever, "inner", retriever)
-    kind = getattr(inner, "kind", None)
-    if not isinstance(kind, str):
-        from harness.core.boundary import label
-
-        kind = label(inner)
-    return Questions(parts.dataset, kind, parts.settings.quiet)
+    return Questions(parts.dataset, retriever.label, parts.settings.quiet)
 
 
 def watched(parts: Any, batches: Iterable[list[RagSample]]) -> Iterable[list[RagSample]]:

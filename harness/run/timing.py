@@ -16,10 +16,11 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.core.boundary import check_samples, guarded, label, quote
+from harness.core.boundary import check_samples, guarded, quote
+from harness.core.capabilities import conform
 from harness.core.described import index_facts
 from harness.core.errors import ComponentFailed
-from harness.core.protocols import Retriever
+from harness.core.protocols import RETRIEVER, Retriever
 from harness.core.types import Corpus, RagSample
 
 
@@ -33,8 +34,9 @@ class Timed:
     """
 
     def __init__(self, inner: Retriever, per_call: int | None) -> None:
-        self.inner = inner
-        self.component = f"retriever {label(inner)}"
+        self.inner = inner = conform(inner, RETRIEVER, "retriever")
+        self.label = inner.label
+        self.component = f"retriever {self.label}"
         self.per_call = per_call
         self.needs_corpus = inner.needs_corpus
         self.searches = inner.searches

@@ -26,15 +26,14 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TextIO
 
 from harness.core.errors import ConfigError
-from harness.core.protocols import Parts, Splittable, Task
+from harness.core.protocols import Parts, Task
 from harness.core.settings import Job
 from harness.core.types import RagSample
-from harness.metrics.panel import Panel
 from harness.metrics.retrieval import dropped_names
 from harness.run.loop import Scores, Tally
 from harness.run.outputs import OutputError
 from harness.run.outputs.folder import hint, reason
-from harness.run.plan import variant_names
+from harness.run.timing import Timed
 from harness.shards.merge import merge
 from harness.shards.plan import plan
 from harness.shards.worker import ShardResult, ShardWorker
@@ -67,9 +66,7 @@ class ShardedEvaluate(Evaluate):
         """Refuse, before any work, a run that cannot be sharded; nothing to read here."""
         shards = parts.settings.shards
         if parts.metric.prevalidate:
-            judged = (next(n for n, m in zip(parts.metric.names, parts.metric.members,
-                                             strict=True) if m.prevalidate)
-                      if isinstance(parts.metric, Panel) else parts.metric.name)
+            judged = next(n for n, m in parts.members if m.prevalidate)
             raise ConfigError(
                 f"run.shards={shards}: metric {judged} asks a judge, whose calls "
                 "one process already makes concurrently (judge.max_concurrency); shard "
@@ -84,9 +81,10 @@ class ShardedEvaluate(Evaluate):
         return (), parts.dataset.estimate_count()
 
     def score(self, parts: Parts, job: Job, batches: Iterable[list[RagSample]], sink: Any,
-              progress: Callable[[int], None] | None) -> Tally:
-        """Score the shards in workers and merge them (``score_shards``)."""
-        return score_shards(parts, job, sink, progress)
+              progress: Callable[[int], None] | None, timed: Timed) -> Tally:
+        """Score the shards in workers and merge them (``score_shards``); ``timed`` gets
+        their retrievers' times."""
+        return score_shards(parts, job, sink, progress, timed)
 
     def dropped(self, tally: Tally) -> list[str]:
         """Nothing: each shard drops the cut-offs above the depth from its own rows."""
@@ -117,12 +115,12 @@ def sharded(task: Task) -> Task:
 
 
 def score_shards(
-    parts: Parts, job: Job, sink: TextIO, progress: Callable[[int], None] | None = None
+    parts: Parts, job: Job, sink: TextIO, progress: Callable[[int], None] | None = None,
+    timed: Timed | None = None,
 ) -> Tally:
-    """Score the run in shards and merge them: the rows go to ``sink``, in sample order."""
-    from harness.run.timing import Timed
-
-    variants = variant_names(parts.metric)
+    """Score the run in shards and merge them: the rows go to ``sink``, in sample order;
+    ``timed`` (the run's retriever, timed) gets the shards' retrieval times."""
+    variants = parts.variants
     into = Tally(parts.metric.name, variants={n: Scores(n) for n in variants})
     spans = plan(parts.dataset, parts.settings.shards, parts.settings.limit)
     folder = job.out_dir.resolve() / ".shards"
@@ -139,8 +137,8 @@ def score_shards(
         try:
             results = pool.results(progress)
             tallies = [r.tally for r in results]
-            if isinstance(parts.dataset, Splittable):  # no worker saw every record
-                parts.dataset.check_split([r.seen for r in results])
+            if parts.dataset.splittable is not None:  # no worker saw every record
+                parts.dataset.splittable.check_split([r.seen for r in results])
             sums: dict[str, float] = {}
             for i in range(len(workers)):  # each shard adds on to the sums before it
                 sums = pool.call([i], "fold", sums)[0]
@@ -164,8 +162,7 @@ def score_shards(
         raise
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    timed = parts.retriever
-    if isinstance(timed, Timed) and results:
+    if timed is not None and results:
         for result in results:
             timed.latencies.extend(result.latencies)
         timed.prepare_s = max((r.prepare_s for r in results if r.prepare_s is not None),
@@ -211,6 +208,7 @@ class Prepared:
     def __init__(self, described: dict[str, Any], needs_corpus: bool) -> None:
         self.described, self.needs_corpus = described, needs_corpus
         self.searches = True
+        self.label = str(described.get("kind", "the shards' retriever"))
 
     def prepare(self, corpus: Any) -> None:
         """Done by the shards."""

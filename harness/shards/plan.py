@@ -9,11 +9,12 @@ before its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Any
 
-from harness.core.protocols import Dataset, Part, Span, Splittable
+from harness.core.capabilities import Splittable, Traced
+from harness.core.protocols import Dataset, Part, Span
 from harness.core.types import Corpus, RagSample
 
 __all__ = ["IndexShard", "Span", "plan", "shard"]
@@ -22,8 +23,8 @@ __all__ = ["IndexShard", "Span", "plan", "shard"]
 def plan(dataset: Dataset, count: int, limit: int | None) -> list[Span]:
     """At most ``count`` non-empty contiguous shards of ``dataset``'s first ``limit``
     samples (fewer when it has fewer lines or samples)."""
-    if isinstance(dataset, Splittable):  # a capability it declares (harness.core.protocols)
-        return dataset.split_spans(count, limit)
+    if dataset.splittable is not None:  # a capability it declares (Dataset.splittable)
+        return dataset.splittable.split_spans(count, limit)
     total = dataset.estimate_count()  # may be approximate: the last shard reads to the end
     total = total if limit is None else min(total, limit)
     count = min(count, max(total, 1))  # more shards than samples: one per sample
@@ -36,8 +37,8 @@ def plan(dataset: Dataset, count: int, limit: int | None) -> list[Span]:
 
 def shard(dataset: Dataset, span: Span) -> Part:
     """The part of ``dataset`` that ``span`` names (in a worker)."""
-    if span.by_bytes and isinstance(dataset, Splittable):
-        return dataset.split_part(span)
+    if span.by_bytes and dataset.splittable is not None:
+        return dataset.splittable.split_part(span)
     return IndexShard(dataset, span)
 
 
@@ -48,6 +49,13 @@ class IndexShard:
     def __init__(self, whole: Dataset, span: Span) -> None:
         self.whole, self.span = whole, span
         self.source, self.min_grade = whole.source, whole.min_grade
+        self.splittable: Splittable | None = None
+        self.traced: Traced | None = None
+        self.fields: Mapping[str, str] = whole.fields
+
+    def first_record(self) -> dict[str, Any]:
+        """The whole dataset's first record."""
+        return self.whole.first_record()
 
     def check(self) -> None:
         """The whole dataset's check."""

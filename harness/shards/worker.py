@@ -158,6 +158,7 @@ class Harvest:
     def __init__(self, inner: Metric, ks: Sequence[int]) -> None:
         self.inner = inner
         self.name, self.requires, self.prevalidate = inner.name, inner.requires, False
+        self.batch_size, self.human_score, self.joins_loop = inner.batch_size, None, False
         self.names = list(at_cutoffs((), {}, ks)) if ks else []
         self.values: dict[str, array[float]] = {n: array("d") for n in self.names}
         self._last: tuple[Sequence[RagSample], list[SampleResult]] | None = None

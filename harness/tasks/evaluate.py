@@ -15,7 +15,6 @@ from harness.core.redact import register_tree
 from harness.core.settings import Job, JobValue
 from harness.core.summary import RunSummary
 from harness.core.types import RagSample
-from harness.metrics.panel import Panel
 from harness.metrics.retrieval import dropped_names
 from harness.report.console import print_summary
 from harness.report.writers import EVALUATE
@@ -54,7 +53,7 @@ class Evaluate:
             with (tracked(parts, job, tags, lambda: partial_of(rows).unlink(missing_ok=True)),
                   streamed(rows), open(partial_of(rows), "w", encoding="utf-8") as sink):
                 timed.mark()
-                tally = self.score(parts, job, batches, sink, progress)
+                tally = self.score(parts, job, batches, sink, progress, timed)
         finally:
             if bar is not None:
                 bar.close()
@@ -86,8 +85,9 @@ class Evaluate:
         return plan(parts)
 
     def score(self, parts: Parts, job: Job, batches: Iterable[list[RagSample]], sink: Any,
-              progress: Callable[[int], None] | None) -> Tally:
-        """Score ``batches``, the rows to ``sink``."""
+              progress: Callable[[int], None] | None, timed: Timed) -> Tally:
+        """Score ``batches``, the rows to ``sink`` (``timed``: the run's retriever as timed,
+        ``parts.retriever``)."""
         return score(parts, batches, sink, progress)
 
     def dropped(self, tally: Tally) -> list[str]:
@@ -138,14 +138,15 @@ def summarise(parts: Parts, job: Job, tally: Tally, timed: Timed) -> RunSummary:
         summary.success_rate = {"value": success}
     summary.timing = timed.timing(summary.retriever, tally.duration_s, judge is not None)
     if tally.variants:
-        summary.variants = variant_section(tally, members, parts.metric)
+        summary.variants = variant_section(tally, members, parts)
     return summary
 
 
-def variant_section(tally: Tally, described: Any, metric: Any) -> dict[str, Any]:
+def variant_section(tally: Tally, described: Any, parts: Parts) -> dict[str, Any]:
     """``summary.json``'s ``variants``: each listed variant's numbers, its judge and prompt
     (judged ones) and its own judge counters."""
-    stats = metric.member_stats() if isinstance(metric, Panel) else {}
+    stats = {name: dict(guarded(f"metric {name}", "stats()", m.stats))
+             for name, m in parts.members}
     section: dict[str, Any] = {}
     for name, scores in tally.variants.items():
         entry = scores.variant_summary()

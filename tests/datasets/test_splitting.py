@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import DatasetError
-from harness.core.protocols import Splittable
 from harness.datasets.beir import BeirDataset
 from harness.datasets.files import CsvDataset, JsonlDataset, SampleDataset
 from harness.datasets.memory import RecordsDataset
@@ -29,13 +28,13 @@ def test_line_files_declare_the_capability_and_others_do_not(tmp_path: Path) -> 
     rows = _write(tmp_path / "d.jsonl", ['{"id": "q", "retrieved_context_ids": ["a"]}'])
     table = tmp_path / "d.csv"
     table.write_text("id,retrieved_context_ids\nq,\"[\"\"a\"\"]\"\n", "utf-8")
-    assert isinstance(JsonlDataset(rows), Splittable)
-    assert isinstance(SampleDataset(), Splittable)
-    assert not isinstance(CsvDataset(table), Splittable)
+    whole = JsonlDataset(rows)
+    assert whole.splittable is whole
+    assert SampleDataset().splittable is not None
+    assert CsvDataset(table).splittable is None
     # a BEIR folder has a ``split`` setting (its qrels split), which is not the capability
-    assert not isinstance(BeirDataset(TINY), Splittable)
-    assert not isinstance(RecordsDataset([{"id": "q", "retrieved_context_ids": ["a"]}]),
-                          Splittable)
+    assert BeirDataset(TINY).splittable is None
+    assert RecordsDataset([{"id": "q", "retrieved_context_ids": ["a"]}]).splittable is None
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 7, 100])

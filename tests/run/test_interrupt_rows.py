@@ -56,12 +56,12 @@ def samples(n: int) -> list[RagSample]:
 def test_a_slow_search_hands_on_what_it_found_every_interval_and_a_fast_one_whole_batches(
 ) -> None:
     slow = Timed(Search(delay=0.02), per_call=1)
-    parts = list(retrieved(slow, [samples(20)], every=0.1))
+    parts = list(retrieved(slow, [samples(20)], 1, every=0.1))
     assert len(parts) >= 3  # 20 x 20 ms = 0.4 s: about every 5 samples
     assert all(parts) and [s.id for p in parts for s in p] == [s.id for s in samples(20)]
     assert len(slow.latencies) == 20  # still one timed call per question
     fast = Timed(Search(), per_call=1)
-    assert [len(p) for p in retrieved(fast, [samples(20), samples(7)], every=10)] == [20, 7]
+    assert [len(p) for p in retrieved(fast, [samples(20), samples(7)], 1, every=10)] == [20, 7]
     untimed = Search()  # not searched per call (``precomputed``): the batch as it is
     assert [len(p) for p in retrieved(untimed, [samples(5)], every=0)] == [5]
     assert untimed.calls == 1
@@ -71,7 +71,7 @@ def test_a_slow_search_hands_on_what_it_found_every_interval_and_a_fast_one_whol
 def test_what_was_found_before_a_failed_or_interrupted_search_is_handed_on_first(
         error: BaseException) -> None:
     timed = Timed(Search(fail_at=11, error=error), per_call=1)
-    found = retrieved(timed, [samples(30)], every=60)
+    found = retrieved(timed, [samples(30)], 1, every=60)
     assert [s.id for s in next(found)] == [f"q{i:02d}" for i in range(1, 11)]
     with pytest.raises(ComponentFailed if isinstance(error, ValueError) else Interrupted):
         next(found)
@@ -97,7 +97,7 @@ def test_rows_scored_before_a_failing_search_are_written_before_the_failure() ->
     sink = io.StringIO()
     timed = Timed(Search(fail_at=11), per_call=1)
     with pytest.raises(ComponentFailed):
-        evaluate(retrieved(timed, [samples(30)], every=60), IdMetric(), sink)
+        evaluate(retrieved(timed, [samples(30)], 1, every=60), IdMetric(), sink)
     rows = [json.loads(line) for line in sink.getvalue().splitlines()]
     assert [(r["id"], r["score"]) for r in rows] == [(f"q{i:02d}", 1.0) for i in range(1, 11)]
 
@@ -105,7 +105,7 @@ def test_rows_scored_before_a_failing_search_are_written_before_the_failure() ->
 def test_running_names_the_retriever_or_the_metric_the_signal_stopped() -> None:
     timed = Timed(Search(fail_at=3, error=Interrupted(2)), per_call=1)
     with pytest.raises(Interrupted) as e:
-        evaluate(retrieved(timed, [samples(5)], every=60), IdMetric(), io.StringIO())
+        evaluate(retrieved(timed, [samples(5)], 1, every=60), IdMetric(), io.StringIO())
     assert running(e.value) == f"retriever {__name__}.Search"
     with pytest.raises(Interrupted) as e:
         evaluate([samples(2), samples(2)], IdMetric(stop_at=2), io.StringIO())

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.core.capabilities import Splittable, Traced
 from harness.core.errors import ConfigError, DatasetError
 from harness.core.types import Corpus, Document, RagSample
 from harness.datasets.beir.files import (
@@ -69,6 +70,9 @@ class BeirDataset:
     """
 
     format = "beir"
+    #: Split by sample index (``run.shards``); not read from traces.
+    splittable: Splittable | None = None
+    traced: Traced | None = None
 
     def __init__(
         self,

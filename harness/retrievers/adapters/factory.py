@@ -39,6 +39,12 @@ class FactoryRetriever(SearchRetriever):
     extra: str = ""
     modules: tuple[str, ...] = ()
 
+    @property
+    def label(self) -> str:
+        """How lines name this retriever: by the user's factory (``langchain factory
+        mypkg.search.make``)."""
+        return f"{self.kind} factory {self.factory}"
+
     def __init__(
         self,
         factory: str,

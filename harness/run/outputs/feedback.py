@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from harness.core.errors import HarnessError
 from harness.core.redact import redact
@@ -14,25 +13,15 @@ from harness.run.outputs.folder import OutputError
 from harness.run.outputs.writers import Finished
 
 
-@runtime_checkable
-class TakesFeedback(Protocol):
-    """A dataset whose source can hold the run's verdicts (a declared capability)."""
-
-    def write_feedback(self, rows: Path, metric: str) -> str | None:
-        """Write ``rows``' scores and verdicts back; a one-line note of what was written,
-        or ``None`` when this dataset was not asked to (its own setting)."""
-        ...
-
-
 class Feedback:
     """Writes nothing to the output folder: the verdicts go back to the dataset's source."""
 
     def write(self, done: Finished) -> list[Path]:
-        if not isinstance(done.dataset, TakesFeedback) or not isinstance(done.summary,
-                                                                         RunSummary):
+        traced = done.dataset.traced
+        if traced is None or not isinstance(done.summary, RunSummary):
             return []
         try:
-            note = done.dataset.write_feedback(done.rows, str(done.summary.metric))
+            note = traced.write_feedback(done.rows, str(done.summary.metric))
         except HarnessError as e:
             raise OutputError(f"the verdicts were not written back: {redact(str(e))}; "
                               f"{done.rows} and the files before it are kept") from None
