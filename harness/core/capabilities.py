@@ -3,6 +3,8 @@ re-exports them): another room asks for one by its protocol, never by a concrete
 room that provides it, nor by probing for a method with ``getattr``.
 
 - ``SweepTracker``: a tracker's sweep part (``Tracker.sweep``; ``None`` for a tracker without).
+- ``Judged``: a metric whose verdicts come from judges, by variant; ``RunsDry``: a judge
+  that builds and counts its requests without sending them (``run.dry_run``).
 - ``Splittable``: a dataset that cuts itself into contiguous shards at its own record
   boundaries (a JSON-lines file: byte ranges ending at line ends), for ``run.shards``; any
   other dataset is split by sample index.
@@ -114,4 +116,24 @@ class Splittable(Protocol):
         """Raise the error one reader of the whole data would have for what needs every
         record (ids unique across parts, a mapped column in some record), from each part's
         ``split_seen()``, in order."""
+        ...
+
+
+@runtime_checkable
+class Judged(Protocol):
+    """A metric whose verdicts come from judges (the LLM variants, a panel of them)."""
+
+    def judges(self) -> dict[str, Any]:
+        """Each judged variant's name and its judge (``harness.core.protocols.Judge``)."""
+        ...
+
+
+@runtime_checkable
+class RunsDry(Protocol):
+    """A judge that can build and count its requests without sending any (``run.dry_run``:
+    no preflight, its verdict cache only read)."""
+
+    def go_dry(self) -> Any:
+        """Send nothing from now on; return what counts the requests (it has ``report()``:
+        the requests, tokens and prices ``estimate.json`` holds per variant)."""
         ...

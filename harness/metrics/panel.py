@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from harness.core.aio import LoopThread
 from harness.core.boundary import guarded
+from harness.core.capabilities import Judged
 from harness.core.errors import ComponentFailed
 from harness.core.protocols import Metric, OnDone
 from harness.core.types import RagSample, SampleResult
@@ -182,6 +183,11 @@ class Panel:
                 top = {k: got[k] for k in ("judge", "prompt") if k in got}
                 break
         return {**top, "variants": dict(described)}
+
+    def judges(self) -> dict[str, Any]:
+        """``Judged``: each judged member's judge, by its name."""
+        return {self.names[i]: judge for i, m in enumerate(self.members)
+                if isinstance(m, Judged) for judge in m.judges().values()}
 
     def member_stats(self) -> dict[str, dict[str, float | None]]:
         """Each member's own counters (empty for members without a judge)."""

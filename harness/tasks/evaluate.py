@@ -17,11 +17,13 @@ from harness.core.summary import RunSummary
 from harness.core.types import RagSample
 from harness.metrics.panel import Panel
 from harness.metrics.retrieval import dropped_names
+from harness.report.bill import print_estimate
 from harness.report.console import print_summary
 from harness.report.writers import EVALUATE
+from harness.run.estimate import ESTIMATE, Estimate, dry_run
 from harness.run.gates import broken_limit, fail_under
 from harness.run.loop import Tally
-from harness.run.outputs import finalise, partial_of, streamed, strip_keys
+from harness.run.outputs import finalise, partial_of, streamed, strip_keys, write_json
 from harness.run.plan import plan, progress_bar, score, timed_retriever
 from harness.run.record import base_tags, finish, tracked
 from harness.run.timing import Timed
@@ -40,11 +42,14 @@ class Evaluate:
     def __init__(self, name: str = "evaluate") -> None:
         self.name = name
 
-    def run(self, parts: Parts, job: Job) -> tuple[RunSummary, JobValue]:
+    def run(self, parts: Parts, job: Job) -> tuple[RunSummary | Estimate, JobValue]:
         """Plan, score into ``samples.jsonl``, summarise; the record path writes the other
         outputs and logs the run. Returns the summary and ``run.objective``'s value (NaN
-        when it has none; a tuple when it names several)."""
+        when it has none; a tuple when it names several); ``run.dry_run``: the estimate
+        (``harness.run.estimate``) and NaN."""
         register_tree(job.config)  # secret-named settings (retriever.api_key) masked from now
+        if parts.settings.dry_run:  # the bill before the run: nothing sent, nothing tracked
+            return _dry(parts, job)
         parts = replace(parts, retriever=(timed := timed_retriever(parts)))  # a timed copy
         batches, total = self.plan(parts, job)
         rows = job.out_dir / "samples.jsonl"
@@ -96,6 +101,14 @@ class Evaluate:
         if not tally.n_retrieval:
             return []
         return dropped_names(tally.retrieval_ks, tally.retrieval_depth, tally.beyond_depth)
+
+
+def _dry(parts: Parts, job: Job) -> tuple[Estimate, JobValue]:
+    """``run.dry_run``: ``estimate.json`` and its lines; the job's value is NaN."""
+    estimate = dry_run(parts, job)
+    write_json(job.out_dir / ESTIMATE, estimate.as_json())
+    print_estimate(estimate.as_json(), job, parts.settings.quiet)
+    return estimate, job_value({}, parts.settings.objective)
 
 
 def _described(parts: Parts) -> dict[str, Any]:
