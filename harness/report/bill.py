@@ -1,84 +1,14 @@
-"""What a judged run costs, in words: the bill after the run (the console's ``judge bill``
-row, report.html's "What it cost", ``summary.json``'s ``judge.bill``) and before it
-(``run.dry_run``'s lines).
-
-The bill reads the judge's counters as ``summary.json`` holds them (``JudgeStats``):
-requests sent realtime (``requests``) and in batches (``batch_requests``, when the judge
-batches), prompt tokens with the share the provider served from its prompt cache, the
-cost at the price actually paid (``cost_usd``: realtime, batch and cached input each at its
-own price) and what the verdict cache saved (``cache_hits``, ``saved_*``). A local endpoint
-has no per-token price: its bill is tokens, no dollars.
-"""
+"""What a judged run costs, on the console and in report.html: the bill after the run (the
+``judge bill`` rows, "What it cost"; the numbers are ``harness.core.bill``'s, as
+``summary.json``'s ``judge.bill`` holds them) and before it (``run.dry_run``'s lines)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from harness.core.bill import bill, bill_line, usd
 from harness.core.settings import Job
-
-
-def _n(counters: Mapping[str, Any], key: str) -> int:
-    value = counters.get(key)
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
-def bill(counters: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The bill of a judge's counters (``None``: no judge); what ``summary.json``'s
-    ``judge.bill`` holds."""
-    if not counters or "requests" not in counters:
-        return None
-    realtime, batch = _n(counters, "requests"), _n(counters, "batch_requests")
-    prompt = _n(counters, "prompt_tokens") + _n(counters, "batch_prompt_tokens")
-    cached = _n(counters, "cached_prompt_tokens") + _n(counters, "batch_cached_prompt_tokens")
-    completion = _n(counters, "completion_tokens") + _n(counters, "batch_completion_tokens")
-    cost, saved = counters.get("cost_usd"), counters.get("saved_cost_usd")
-    return {
-        "requests": {"realtime": realtime, "batch": batch, "total": realtime + batch},
-        "prompt_tokens": {"total": prompt, "cached": cached,
-                          "cached_share": round(cached / prompt, 4) if prompt else None},
-        "completion_tokens": completion,
-        "cost_usd": None if cost is None else round(float(cost), 6),
-        "cost_unknown": counters.get("cost_unknown") if cost is None else None,
-        "saved_by_verdict_cache": {
-            "requests": _n(counters, "cache_hits"),
-            "prompt_tokens": _n(counters, "saved_prompt_tokens"),
-            "completion_tokens": _n(counters, "saved_completion_tokens"),
-            "cost_usd": None if saved is None else round(float(saved), 6)},
-    }
-
-
-def usd(value: float | None) -> str:
-    """Dollars as the bill shows them: cents above a dollar, else four decimals."""
-    if value is None:
-        return "n/a"
-    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
-
-
-def bill_line(counters: Mapping[str, Any]) -> str | None:
-    """The console's ``judge bill``: requests by mode, prompt tokens with the cached share,
-    the cost at the price paid, what the verdict cache saved (``None``: no judge)."""
-    b = bill(counters)
-    if b is None:
-        return None
-    req, prompt = b["requests"], b["prompt_tokens"]
-    modes = f" ({req['realtime']:,} realtime, {req['batch']:,} batch)" if req["batch"] else ""
-    share = prompt["cached_share"]
-    cached = f" ({share:.0%} cached)" if share else ""
-    if b["cost_usd"] is not None:
-        paid = f"{usd(b['cost_usd'])} at the price paid"
-    else:
-        why = b["cost_unknown"]
-        paid = "tokens only, no dollars" + (f" ({why})" if why else "")
-    line = (f"{req['total']:,} requests{modes}, {prompt['total']:,} prompt tokens{cached}, "
-            f"{b['completion_tokens']:,} completion tokens: {paid}")
-    saved = b["saved_by_verdict_cache"]
-    if saved["requests"]:
-        money = f", {usd(saved['cost_usd'])}" if saved["cost_usd"] is not None and (
-            b["cost_usd"] is not None) else ""
-        line += (f"; the verdict cache saved {saved['requests']:,} requests "
-                 f"({saved['prompt_tokens'] + saved['completion_tokens']:,} tokens{money})")
-    return line
 
 
 def bill_rows(judge: Mapping[str, Any] | None,
@@ -93,6 +23,59 @@ def bill_rows(judge: Mapping[str, Any] | None,
         if own is not None and len(variants or {}) > 1:
             rows.append(("judge bill", f"{name}: {own}"))
     return rows
+
+
+#: report.html's "What it cost" (rendered with autoescaping by ``harness.report.html``).
+TEMPLATE = """<h2 id="cost">What it cost</h2>
+<table class="summary cost">
+{% for key, value in rows %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>
+{% endfor %}</table>
+{% if variants %}<table class="summary cost-variants"><tr><th>variant</th><th>requests</th>
+<th>prompt tokens</th><th>completion tokens</th><th>cost</th><th>saved by the cache</th></tr>
+{% for v in variants %}<tr><th>{{ v[0] }}</th>{% for cell in v[1:] %}<td>{{ cell }}</td>
+{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
+"""
+
+
+def cost_section(judge: Mapping[str, Any] | None,
+                 variants: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """What report.html's "What it cost" shows (``None``: no judge, no section): the bill's
+    rows, and a row per variant of a run of several."""
+    b = bill(judge or {})
+    if b is None:
+        return None
+    rows = [(k, v) for k, v in _cells(b, (judge or {}).get("model")).items()]
+    per = []
+    for name, v in (variants or {}).items():
+        own = bill(v.get("judge_stats") or {}) if isinstance(v, dict) else None
+        if own is not None and len(variants or {}) > 1:
+            cells = _cells(own, None)
+            per.append((name, cells["requests"], cells["prompt tokens"],
+                        cells["completion tokens"], cells["cost"], cells["saved by the cache"]))
+    return {"rows": rows, "variants": per}
+
+
+def _cells(b: Mapping[str, Any], model: Any) -> dict[str, str]:
+    req, prompt, saved = b["requests"], b["prompt_tokens"], b["saved_by_verdict_cache"]
+    share = prompt["cached_share"]
+    if b["cost_usd"] is not None:
+        paid = f"{usd(b['cost_usd'])} at the price paid" + (f" ({model})" if model else "")
+    else:
+        paid = "tokens only, no dollars" + (f" ({b['cost_unknown']})" if b["cost_unknown"]
+                                           else "")
+    money = f", {usd(saved['cost_usd'])}" if saved["cost_usd"] is not None and (
+        b["cost_usd"] is not None) else ""
+    return {
+        "requests": f"{req['total']:,} ({req['realtime']:,} realtime, {req['batch']:,} batch)",
+        "prompt tokens": f"{prompt['total']:,}" + (f" ({share:.0%} served from the "
+                                                   "provider's prompt cache)" if share else ""),
+        "completion tokens": f"{b['completion_tokens']:,}",
+        "cost": paid,
+        "saved by the cache": (f"{saved['requests']:,} requests, "
+                               f"{saved['prompt_tokens'] + saved['completion_tokens']:,} "
+                               f"tokens{money}" if saved["requests"] else "nothing (no reuse)"),
+    }
 
 
 def estimate_lines(estimate: Mapping[str, Any]) -> list[tuple[str, str]]:

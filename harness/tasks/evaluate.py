@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from harness import __version__
+from harness.core.bill import bill
 from harness.core.boundary import guarded
 from harness.core.errors import ComponentFailed, DatasetError, GateFailed, RunFailed
 from harness.core.objectives import job_value
@@ -32,6 +34,28 @@ from harness.run.timing import Timed
 PARAM_GROUPS = ("dataset", "retriever", "metric", "run")
 
 
+Run = Callable[[Any, Parts, Job], tuple[RunSummary, JobValue]]
+
+
+def _or_dry_run(run: Run) -> Callable[[Any, Parts, Job], tuple[RunSummary | Estimate, JobValue]]:
+    """A task's ``run``, or with ``run.dry_run=true`` the bill before the run instead:
+    ``estimate.json`` and its lines, nothing sent, nothing tracked; the job's value is NaN
+    (``harness.run.estimate``)."""
+
+    @functools.wraps(run)
+    def run_or_estimate(task: Any, parts: Parts, job: Job
+                        ) -> tuple[RunSummary | Estimate, JobValue]:
+        if not parts.settings.dry_run:
+            return run(task, parts, job)
+        register_tree(job.config)  # secret-named settings masked, as in a run
+        estimate = dry_run(parts, job)
+        write_json(job.out_dir / ESTIMATE, estimate.as_json())
+        print_estimate(estimate.as_json(), job, parts.settings.quiet)
+        return estimate, job_value({}, parts.settings.objective)
+
+    return run_or_estimate
+
+
 class Evaluate:
     """Score every sample with the run's metric (and retrieval metrics beside it)."""
 
@@ -42,14 +66,12 @@ class Evaluate:
     def __init__(self, name: str = "evaluate") -> None:
         self.name = name
 
-    def run(self, parts: Parts, job: Job) -> tuple[RunSummary | Estimate, JobValue]:
+    @_or_dry_run
+    def run(self, parts: Parts, job: Job) -> tuple[RunSummary, JobValue]:
         """Plan, score into ``samples.jsonl``, summarise; the record path writes the other
         outputs and logs the run. Returns the summary and ``run.objective``'s value (NaN
-        when it has none; a tuple when it names several); ``run.dry_run``: the estimate
-        (``harness.run.estimate``) and NaN."""
+        when it has none; a tuple when it names several)."""
         register_tree(job.config)  # secret-named settings (retriever.api_key) masked from now
-        if parts.settings.dry_run:  # the bill before the run: nothing sent, nothing tracked
-            return _dry(parts, job)
         parts = replace(parts, retriever=(timed := timed_retriever(parts)))  # a timed copy
         batches, total = self.plan(parts, job)
         rows = job.out_dir / "samples.jsonl"
@@ -101,14 +123,6 @@ class Evaluate:
         if not tally.n_retrieval:
             return []
         return dropped_names(tally.retrieval_ks, tally.retrieval_depth, tally.beyond_depth)
-
-
-def _dry(parts: Parts, job: Job) -> tuple[Estimate, JobValue]:
-    """``run.dry_run``: ``estimate.json`` and its lines; the job's value is NaN."""
-    estimate = dry_run(parts, job)
-    write_json(job.out_dir / ESTIMATE, estimate.as_json())
-    print_estimate(estimate.as_json(), job, parts.settings.quiet)
-    return estimate, job_value({}, parts.settings.objective)
 
 
 def _described(parts: Parts) -> dict[str, Any]:
@@ -167,6 +181,7 @@ def variant_section(tally: Tally, described: Any, metric: Any) -> dict[str, Any]
             entry.update({k: own[k] for k in ("judge", "prompt") if own.get(k) is not None})
         if stats.get(name):
             entry["judge_stats"] = stats[name]
+            entry["bill"] = bill({**(own or {}).get("judge", {}), **stats[name]})
         section[name] = entry
     return section
 
