@@ -117,7 +117,7 @@ def run_job(
             job = Job(config, out_dir, dict(where.choices), where.run_name, where.overrides,
                       where.sweep_dir, where.job_num, build=lambda group: instantiate(cfg, group))
             summary, value = parts.task.run(parts, job)
-            if not rows:
+            if not rows or parts.settings.dry_run:  # a dry run writes no rows
                 return JobResult(summary, value)
             text = (out_dir / "samples.jsonl").read_text("utf-8")
             return JobResult(summary, value, [json.loads(line) for line in text.splitlines()])

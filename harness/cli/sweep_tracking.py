@@ -36,7 +36,7 @@ class SweepTracking(Callback):
         assert isinstance(params, dict)
         swept = swept_params(list(config.hydra.overrides.task), params)
         publish_swept(swept)
-        if config.get("tracking") is None:
+        if config.get("tracking") is None or _dry(config):  # a dry sweep tracks nothing
             return
         from harness import __version__
         from harness.config.build import instantiate
@@ -93,6 +93,10 @@ class SweepTracking(Callback):
             if sweep is not None:
                 _abort(sweep, "KILLED" if interrupted else "FAILED", _objective(config))
             return
+        if _dry(config):  # no report, no parent run: the jobs' estimates and their total
+            os.environ.pop(SWEEP_KEYS_ENV, None)
+            _dry_total(config, sweep_dir)
+            return
         report = None
         if config.get("run", {}).get("report", True):
             from harness.report.sweep import sweep_report
@@ -110,6 +114,23 @@ class SweepTracking(Callback):
             lines = [f"{'report':<14}{report.absolute()}"] if report is not None else []
             lines += sweep.console_lines() if sweep is not None else []
             print(render(read_jobs(sweep_dir, objective), objective, sweep_dir, swept, lines))
+
+
+def _dry(config: DictConfig) -> bool:
+    """Whether the sweep is a dry run (``run.dry_run``)."""
+    return bool(config.get("run", {}).get("dry_run", False))
+
+
+def _dry_total(config: DictConfig, sweep_dir: Any) -> None:
+    """A dry sweep's end: the jobs' estimates and their total, written and printed."""
+    from harness.report.bill import sweep_estimate_lines
+    from harness.run.estimate import ESTIMATE, sweep_estimate
+    from harness.run.outputs import write_json
+
+    estimate = sweep_estimate(sweep_dir)
+    path = write_json(sweep_dir / ESTIMATE, estimate)
+    if not config.get("run", {}).get("quiet", False):
+        print(sweep_estimate_lines(estimate, str(path)))
 
 
 def _abort(sweep: SweepTracker, status: str, objective: str) -> None:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.compare import bill, ppi_pair
 from harness.compare import pareto as pareto_front
-from harness.compare import ppi_pair
 from harness.compare.pairing import (
     check_pair,
     gate,
@@ -127,6 +127,8 @@ def compare(
         stats = (bootstrap, confidence, seed)
         groups = ([_pair_group(runs, values, metric, stats, notes)] if baseline else
                   [_rank_group(g, values, metric, stats, top) for g in run_groups])
+        for g, rg in zip(groups, run_groups, strict=True):
+            bill.attach(g["all_rows"], rg)  # each run's judge cost (a column, table.json)
         for g in groups:  # human labels in both runs: the PPI++ difference decides
             if g["test"] is not None:
                 ppi_pair.attach(g["test"], c, runs, values, metric, out, confidence, g["notes"])

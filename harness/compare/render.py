@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.compare import bill
 from harness.compare.pairing import PPI
 from harness.compare.ppi_pair import ppi_lines
 
@@ -33,6 +34,9 @@ def _group(result: dict[str, Any], group: dict[str, Any]) -> str:
              f"[{_fmt(r['ci'][0])}, {_fmt(r['ci'][1])}]" if r["ci"] else "",
              "" if r["n"] is None else str(r["n"]), *(r["params"].get(k, "") for k in varying)]
             for r in rows]
+    costs = bill.column(rows)  # what each run's judge cost, when any asked one
+    if costs is not None:
+        head, body = [*head, "judge cost"], [[*b, c] for b, c in zip(body, costs, strict=True)]
     width = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     lines = ["| " + " | ".join(x.ljust(w) for x, w in zip(line, width, strict=True)) + " |"
              for line in [head, ["-" * w for w in width], *body]]

@@ -9,6 +9,8 @@ that the run reads what a part can do from its members; it never probes a part w
 ``getattr``, ``hasattr`` or ``isinstance``.
 
 - ``SweepTracker``: a tracker's sweep part (``Tracker.sweep``; ``None`` for a tracker without).
+- ``Judged``: a metric whose verdicts come from judges, by variant; ``RunsDry``: a judge
+  that builds and counts its requests without sending them (``run.dry_run``).
 - ``Splittable``: a dataset that cuts itself into contiguous shards at its own record
   boundaries (a JSON-lines file: byte ranges ending at line ends), for ``run.shards``
   (``Dataset.splitter()``); any other dataset is split by sample index.

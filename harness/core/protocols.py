@@ -180,6 +180,11 @@ class Metric(Protocol):
     @property
     def joins_loop(self) -> bool: ...
 
+    def judges(self) -> dict[str, Judge]:
+        """Optional (none): each judged variant's name and its judge (``run.dry_run`` makes
+        them run dry)."""
+        ...
+
     def preflight(self) -> None:
         """Check what scoring needs (e.g. the judge endpoint) before any work."""
         ...
@@ -221,6 +226,12 @@ class Judge(Protocol):
     @property
     def top_logprobs(self) -> int:
         """Optional (0): candidates per token it asks for (``metric.soft`` reads them)."""
+        ...
+
+    @property
+    def go_dry(self) -> Callable[[], Any] | None:
+        """Optional (``None``: it cannot): send nothing from now on and return what counts
+        the requests it would send (``run.dry_run``; ``harness.judges.dry``)."""
         ...
 
     def share_pacing(self, other: Judge) -> bool:
@@ -359,6 +370,7 @@ METRIC = _role(Metric, "metric", f"harness.core.protocols.Metric, API v{API_VERS
     "batch_size": lambda part: None,
     "human_score": lambda part: None,
     "joins_loop": lambda part: False,
+    "judges": lambda part: dict,
 }, "subclass harness.metrics.base.BaseMetric, which gives every member but score_batch")
 #: What a retriever must have (public API v1).
 RETRIEVER = _role(Retriever, "retriever", f"harness.core.protocols.Retriever, API v{API_VERSION}", {
@@ -375,6 +387,7 @@ DATASET = _role(Dataset, "dataset", "harness.core.protocols.Dataset", {
 #: What a judge must have (an internal seam).
 JUDGE = _role(Judge, "judge", "harness.core.protocols.Judge", {
     "top_logprobs": lambda part: 0,
+    "go_dry": lambda part: None,
     "share_pacing": lambda part: lambda other: False,
 })
 

@@ -75,6 +75,10 @@ class RunSettings:
         human_label_samples: With ``human_labels=qrels``: how many samples to draw (seed
             ``run.seed``), at least 2.
         confidence_level: The level of the confidence intervals, between 0 and 1.
+        dry_run: Send no judge request: read the dataset, run the retriever and build
+            every judge request as the run would, look each up in the verdict cache (only
+            read), and write ``estimate.json`` (requests, tokens, cost at realtime and
+            batch prices, time) instead of scoring; no tracked run (``harness.run.estimate``).
     """
 
     seed: int = 0
@@ -101,11 +105,17 @@ class RunSettings:
     human_labels: str | None = None
     human_label_samples: Annotated[int, Range(ge=2)] | None = None
     confidence_level: Annotated[float, Range(gt=0, lt=1)] = 0.95
+    dry_run: bool = False
 
     def __post_init__(self) -> None:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         check_call("run", type(self), values)  # the Python API; config checked it before
         check_labels(self)
+        if self.dry_run and self.shards > 1:
+            from harness.core.errors import ConfigError
+
+            raise ConfigError("run.dry_run: a dry run estimates in one process; set "
+                              "run.shards=1 (judged runs are never sharded)")
 
 
 #: ``run.human_labels`` values that are not files.

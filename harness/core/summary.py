@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.core.bill import bill, bill_line, bill_metrics, variant_bill_metrics
 from harness.core.described import retriever_metrics
 from harness.core.metric_names import TIMING_METRICS, VARIANT_METRICS, confidence_metrics
 
@@ -149,7 +150,8 @@ class RunSummary:
             elif f.name == "judge_stats":
                 continue
             elif f.name == "judge" and value is not None:
-                out["judge"] = {**value, **self.judge_stats}
+                counters = {**value, **self.judge_stats}
+                out["judge"] = {**counters, "bill": bill(counters)}
             elif value is not None or f.name in ("mean", "samples_per_s"):
                 out[f.name] = value
         return out
@@ -192,6 +194,8 @@ class RunSummary:
         metrics.update(variant_metrics(self.variants))
         metrics.update(confidence_metrics(self.confidence))
         metrics.update({f"judge/{k}": v for k, v in self.judge_stats.items()})
+        metrics.update(bill_metrics(self.judge_stats))
+        metrics.update(variant_bill_metrics(self.variants))
         metrics.update({k: v for k, v in (self.retrieval or {}).items() if k != "n_queries"})
         metrics.update({k: self.timing[k] for k in TIMING_METRICS if k in self.timing})
         metrics.update(retriever_metrics(self.retriever))
@@ -215,6 +219,9 @@ class RunSummary:
         if self.gate is not None:
             tags["gate.fail_under"] = "passed" if self.gate["passed"] else "failed"
         tags.update(judge_tags(None if self.judge is None else {**self.judge, **self.judge_stats}))
+        line = None if self.judge is None else bill_line({**self.judge, **self.judge_stats})
+        if line is not None:
+            tags["judge.bill"] = line
         return tags
 
     def description(self) -> str:

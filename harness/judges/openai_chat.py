@@ -19,6 +19,7 @@ from harness.core.types import Completion, JudgeRequest, JudgeStats
 from harness.core.validation import Range, check_call
 from harness.judges.cache import lookup as cached
 from harness.judges.checks import MAX_TOP_LOGPROBS, check_names, check_prices, split_base_url
+from harness.judges.dry import GoesDry
 from harness.judges.identity import AUTO
 from harness.judges.replies.read import reply_cut, tokens
 from harness.judges.replies.schemas import SCHEMAS
@@ -29,7 +30,7 @@ T = TypeVar("T")
 __all__ = ["SCHEMAS", "Completion", "JudgeStats", "Kind", "OpenAIJudge", "OutputMode"]
 
 
-class OpenAIJudge:
+class OpenAIJudge(GoesDry):
     """A chat model judging relevance over an OpenAI-compatible endpoint.
 
     Args:

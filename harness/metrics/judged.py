@@ -229,6 +229,11 @@ class JudgedMetric(BaseMetric):
             data["agreement"] = sum(self._agreement) / len(self._agreement)
         return data
 
+    def judges(self) -> dict[str, Any]:
+        """This variant's judge, by its name (``Metric.judges``; ``run.dry_run`` makes it
+        run dry)."""
+        return {self.name: self.judge}
+
     def describe(self) -> dict[str, Any]:
         """The judge and prompt, for outputs."""
         return {"judge": self.judge.describe(), "prompt": self.prompt.describe()}

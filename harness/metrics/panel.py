@@ -186,6 +186,11 @@ class Panel:
                 break
         return {**top, "variants": dict(described)}
 
+    def judges(self) -> dict[str, Any]:
+        """Each judged member's judge, by its name (``Metric.judges``)."""
+        return {self.names[i]: judge for i, m in enumerate(self.members)
+                for judge in m.judges().values()}
+
     def member_stats(self) -> dict[str, dict[str, float | None]]:
         """Each member's own counters (empty for members without a judge)."""
         return {self.names[i]: dict(self._guarded(i, "stats()", m.stats))

@@ -16,6 +16,7 @@ from harness.core.secrets import reveal
 from harness.core.settings import Job
 from harness.core.summary import RunSummary
 from harness.core.types import TrackedRun
+from harness.report.bill import bill_rows
 from harness.report.confidence_lines import confidence_rows
 from harness.report.first_screen import report_line
 from harness.run.timing import latency_line
@@ -168,8 +169,7 @@ def per_second(rate: float) -> str:
 
 def print_summary(summary: RunSummary, job: Job, quiet: bool,
                   tracked: TrackedRun | None) -> None:
-    """The end of a run on the console: its table, or one line for a sweep's job (the
-    sweep's summary comes at the end)."""
+    """The end of a run on the console: its table, or a sweep's job's one line."""
     if quiet:
         return
     if job.multirun:
@@ -223,6 +223,7 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
         shown = judge["model"] if not served or served == judge["model"] else (
             f"{judge['model']} (served: {served})")
         rows.append(("judge", f"{shown}: {judge_line(judge)}{cost}"))
+    rows += bill_rows(judge, summary.variants)  # requests by mode, cost paid, cache savings
     rate = summary.samples_per_s
     per_s = f" ({per_second(rate)} samples/s)" if rate else ""
     rows.append(("time", f"{summary.duration_s:.3f} s" + per_s))

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.core.summary import RunSummary
 from harness.core.text import clip
-from harness.report import confidence, first_screen
+from harness.report import bill, confidence, first_screen
 from harness.report.templates import RUN, SCRIPT, STYLE
 from harness.run.timing import latency_line
 
@@ -68,6 +68,7 @@ def run_html(
         settings=folded,
         variants=variant_sections(summary),
         confidence=confidence_html(summary),
+        cost=cost_html(summary),
         plots=shown,
         no_plots=NO_PLOTS.format(dir=summary.output_dir or "RUN_DIR"),
         rows_note=note,
@@ -75,6 +76,13 @@ def run_html(
         rows_json=script_json(views),
         page_size=PAGE_SIZE,
     )
+
+
+def cost_html(summary: RunSummary) -> str:
+    """The "What it cost" section (``harness.report.bill``); ``""`` for a run without a judge."""
+    judge = None if summary.judge is None else {**summary.judge, **summary.judge_stats}
+    shown = bill.cost_section(judge, summary.variants)
+    return render(bill.TEMPLATE, **shown) if shown else ""
 
 
 def confidence_html(summary: RunSummary) -> str:

@@ -250,7 +250,7 @@ first one's.</p>
 <tr><th>precision</th>{% for _, p in v.by_rank %}<td class="num">{{ p }}</td>{% endfor %}</tr>
 </table>{% endif %}
 {% endfor %}{% endif %}
-{{ confidence|safe }}<h2 id="plots">Plots</h2>
+{{ cost|safe }}{{ confidence|safe }}<h2 id="plots">Plots</h2>
 {% if plots %}<div class="plots">
 {% for name, alt, uri in plots %}<figure><img src="{{ uri }}" alt="{{ alt }}" title="{{ name }}">
 </figure>

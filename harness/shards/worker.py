@@ -159,6 +159,7 @@ class Harvest:
         self.inner = inner
         self.name, self.requires, self.prevalidate = inner.name, inner.requires, False
         self.batch_size, self.human_score, self.joins_loop = inner.batch_size, None, False
+        self.judges = inner.judges
         self.names = list(at_cutoffs((), {}, ks)) if ks else []
         self.values: dict[str, array[float]] = {n: array("d") for n in self.names}
         self._last: tuple[Sequence[RagSample], list[SampleResult]] | None = None

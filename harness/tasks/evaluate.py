@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from harness import __version__
+from harness.core.bill import bill
 from harness.core.boundary import guarded
 from harness.core.errors import ComponentFailed, DatasetError, GateFailed, RunFailed
 from harness.core.objectives import job_value
@@ -16,17 +18,41 @@ from harness.core.settings import Job, JobValue
 from harness.core.summary import RunSummary
 from harness.core.types import RagSample
 from harness.metrics.retrieval import dropped_names
+from harness.report.bill import print_estimate
 from harness.report.console import print_summary
 from harness.report.writers import EVALUATE
+from harness.run.estimate import ESTIMATE, Estimate, dry_run
 from harness.run.gates import broken_limit, fail_under
 from harness.run.loop import Tally
-from harness.run.outputs import finalise, partial_of, streamed, strip_keys
+from harness.run.outputs import finalise, partial_of, streamed, strip_keys, write_json
 from harness.run.plan import plan, progress_bar, score, timed_retriever
 from harness.run.record import base_tags, finish, tracked
 from harness.run.timing import Timed
 
 #: Config subtrees that decide the scores; logged as MLflow params.
 PARAM_GROUPS = ("dataset", "retriever", "metric", "run")
+
+
+Run = Callable[[Any, Parts, Job], tuple[RunSummary, JobValue]]
+
+
+def _or_dry_run(run: Run) -> Callable[[Any, Parts, Job], tuple[RunSummary | Estimate, JobValue]]:
+    """A task's ``run``, or with ``run.dry_run=true`` the bill before the run instead:
+    ``estimate.json`` and its lines, nothing sent, nothing tracked; the job's value is NaN
+    (``harness.run.estimate``)."""
+
+    @functools.wraps(run)
+    def run_or_estimate(task: Any, parts: Parts, job: Job
+                        ) -> tuple[RunSummary | Estimate, JobValue]:
+        if not parts.settings.dry_run:
+            return run(task, parts, job)
+        register_tree(job.config)  # secret-named settings masked, as in a run
+        estimate = dry_run(parts, job)
+        write_json(job.out_dir / ESTIMATE, estimate.as_json())
+        print_estimate(estimate.as_json(), job, parts.settings.quiet)
+        return estimate, job_value({}, parts.settings.objective)
+
+    return run_or_estimate
 
 
 class Evaluate:
@@ -39,6 +65,7 @@ class Evaluate:
     def __init__(self, name: str = "evaluate") -> None:
         self.name = name
 
+    @_or_dry_run
     def run(self, parts: Parts, job: Job) -> tuple[RunSummary, JobValue]:
         """Plan, score into ``samples.jsonl``, summarise; the record path writes the other
         outputs and logs the run. Returns the summary and ``run.objective``'s value (NaN
@@ -155,6 +182,7 @@ def variant_section(tally: Tally, described: Any, parts: Parts) -> dict[str, Any
             entry.update({k: own[k] for k in ("judge", "prompt") if own.get(k) is not None})
         if stats.get(name):
             entry["judge_stats"] = stats[name]
+            entry["bill"] = bill({**(own or {}).get("judge", {}), **stats[name]})
         section[name] = entry
     return section
 

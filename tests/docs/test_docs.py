@@ -606,7 +606,7 @@ KEY_GROUPS = ("run", "dataset", "retriever", "rerank", "metric", "judge", "task"
 NOT_SETTINGS = {
     "dataset.sha256", "prompt.sha256", "prompt.version", "prompt.mode", "prompt.yaml",
     "judge.served_model", "judge.soft_fallbacks", "judge.cached_prompt_tokens",
-    "judge.agreement", "retriever.KEY", "retriever._target_", "retriever.batch",
+    "judge.agreement", "judge.bill", "retriever.KEY", "retriever._target_", "retriever.batch",
 }
 
 
