@@ -1,4 +1,4 @@
-"""Which waiting request an endpoint's pacer lets go first (issue 34, item 4).
+"""Which waiting request an endpoint's pacer lets go first.
 
 Requests that wait for a permit are served *critical path first*: a request after which its
 sample still makes more judge calls, one after the other, goes before one after which it
