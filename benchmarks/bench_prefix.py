@@ -223,7 +223,7 @@ def dl19_samples(root: Path, queries: int, chunks: int, seed: int = 0
                  ) -> tuple[list[dict[str, Any]], list[list[int]]]:
     """One sample per query that has a grade-3 passage: the question, that passage as the
     reference answer, ``chunks`` other judged passages (sampled with ``seed``); and their
-    human grades."""
+    human grades; passages clipped (``clip``)."""
     corpus = {}
     with (root / "corpus.jsonl").open(encoding="utf-8") as f:
         for line in f:
@@ -254,12 +254,19 @@ def dl19_samples(root: Path, queries: int, chunks: int, seed: int = 0
                 if by_grade[g] and len(picked) < chunks:
                     picked.append(by_grade[g].pop(rng.randrange(len(by_grade[g]))))
         rng.shuffle(picked)
-        samples.append({"id": qid, "user_input": texts[qid], "reference": corpus[reference],
-                        "retrieved_contexts": [corpus[d] for d in picked]})
+        samples.append({"id": qid, "user_input": texts[qid],
+                        "reference": clip(corpus[reference], 300),
+                        "retrieved_contexts": [clip(corpus[d], 400) for d in picked]})
         human.append([grades[qid][d] for d in picked])
         if len(samples) == queries:
             break
     return samples, human
+
+
+def clip(text: str, most: int) -> str:
+    """``text`` cut at the last word boundary within ``most`` characters (a CPU judge reads
+    every token: a few long passages would take most of its time)."""
+    return text if len(text) <= most else text[:most].rsplit(" ", 1)[0] + " ..."
 
 
 def kappa(a: Sequence[int], b: Sequence[int]) -> float:
@@ -321,14 +328,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--small", action="store_true", help="40 samples, not 200")
     parser.add_argument("--real", metavar="URL", help="a real judge's base URL (/v1)")
-    parser.add_argument("--queries", type=int, default=14)
+    parser.add_argument("--queries", type=int, default=12)
     parser.add_argument("--chunks", type=int, default=5)
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="keep the real judge's verdicts here (a rerun resumes)")
     args = parser.parse_args()
     result: dict[str, Any] = {"benchmark": "bench_prefix", "machine": machine(),
                               "prices_usd_per_1m": PRICES}
     if args.real:
         with tempfile.TemporaryDirectory() as tmp:
-            result["real"] = run_real(args.real, args.queries, args.chunks, Path(tmp))
+            result["real"] = run_real(args.real, args.queries, args.chunks,
+                                      args.cache_dir or Path(tmp))
         print(f"results: {write_results('bench_prefix_real', result)}")
         return
     n = 40 if args.small else 200

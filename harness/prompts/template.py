@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Literal
 from harness.core.errors import ConfigError, closest
 from harness.core.text import text_problem
 from harness.core.types import Kind
+from harness.prompts import sandbox
 
 Mode = Literal["pointwise", "listwise"]
 
@@ -76,7 +76,7 @@ class PromptTemplate:
         self.examples = [dict(e) for e in examples]
         self.reason = dict(reason) if reason else None
         self.path = path
-        env = _environment()
+        env = sandbox.environment()
         try:
             self._system = env.from_string(system)
             self._user = env.from_string(user)
@@ -108,7 +108,7 @@ class PromptTemplate:
         no call provides."""
         from jinja2 import meta
 
-        env = _environment()
+        env = sandbox.environment()
         checks = [("system", self.system, frozenset()), ("user", self.user, VARIABLES[self.mode])]
         if self.reason is not None:
             checks += [
@@ -118,7 +118,7 @@ class PromptTemplate:
         for where, text, _ in checks:
             if (problem := text_problem(text)) is not None:  # as dataset text is checked
                 raise ConfigError(f"prompt {self._name} ({where}): the text {problem}")
-            _refuse_internals(f"prompt {self._name} ({where})", text, env.parse(text))
+            sandbox.refuse_internals(f"prompt {self._name} ({where})", text, env.parse(text))
         self._dry_run()
         for where, text, allowed in checks:
             for name in sorted(meta.find_undeclared_variables(env.parse(text)) - allowed):
@@ -154,7 +154,7 @@ class PromptTemplate:
             try:
                 template.render(**stand_in)
             except SecurityError as e:
-                raise ConfigError(f"prompt {self._name} ({where}): {_refusal(e)}") from None
+                raise ConfigError(f"prompt {self._name} ({where}): {sandbox.refusal(e)}") from None
             except Exception:  # the real values may well fit
                 continue
 
@@ -164,7 +164,7 @@ class PromptTemplate:
         try:
             return str(template.render(**variables)).strip()
         except SecurityError as e:
-            raise ConfigError(f"prompt {self._name} ({where}): {_refusal(e)}") from None
+            raise ConfigError(f"prompt {self._name} ({where}): {sandbox.refusal(e)}") from None
 
     @cached_property
     def sha256(self) -> str:
@@ -269,48 +269,3 @@ class PromptFile(PromptTemplate):
 
         check_arguments("prompt", PromptTemplate, data)
         super().__init__(**data, path=str(file))
-
-
-def _environment() -> Any:
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    return ImmutableSandboxedEnvironment(
-        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
-    )
-
-
-def _refuse_internals(where: str, text: str, tree: Any) -> None:
-    """Refuse a template that names an attribute starting with ``_`` (``x.__class__``,
-    ``x['__globals__']``, ``x|attr('__init__')``): the sandbox would refuse it too, but
-    only when the expression runs."""
-    from jinja2 import nodes
-
-    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
-        if isinstance(node, nodes.Getattr):
-            name: Any = node.attr
-        elif isinstance(node, nodes.Getitem):
-            name = node.arg.value if isinstance(node.arg, nodes.Const) else None
-        else:
-            args = node.args if node.name == "attr" else []
-            name = args[0].value if args and isinstance(args[0], nodes.Const) else None
-        if isinstance(name, str) and name.startswith("_"):
-            raise ConfigError(
-                f"{where}: unsafe expression {_expression(text, node.lineno, name)}: "
-                f"access to '{name}' is refused; templates may use their variables, "
-                "not Python internals"
-            )
-
-
-def _expression(text: str, lineno: int, name: str) -> str:
-    """The ``{{ }}`` / ``{% %}`` on line ``lineno`` of ``text`` that mentions ``name``."""
-    lines = text.splitlines()
-    line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""
-    for match in re.finditer(r"\{[{%].*?[%}]\}", line):
-        if name in match.group():
-            return match.group()
-    return f"on line {lineno}: {line.strip()[:200]}"
-
-
-def _refusal(error: Exception) -> str:
-    return f"{error} Templates may use their variables, not Python internals"
