@@ -151,9 +151,9 @@ class Completion:
     finish_reason: str | None = None
 
 
-#: What a judge call asks for; selects the reply's JSON schema.
-#: What a call asks for: a verdict (and its reason) for one chunk, one per chunk of a sample,
-#: the same bare of reasons (``_bare``: the prompt asks for verdicts only), or an explanation.
+#: What a judge call asks for; selects the reply's JSON schema: a verdict and its reason for
+#: one chunk, one of each per chunk of a sample, the same bare of reasons (``_bare``: the
+#: prompt asks for verdicts only), or an explanation of a score.
 Kind = Literal["pointwise", "listwise", "reason", "pointwise_bare", "listwise_bare"]
 
 

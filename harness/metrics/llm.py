@@ -94,8 +94,9 @@ class LLMContextPrecision(JudgedMetric):
         hard = [[o[0] for o in draw] for draw in draws]
         soft = [[float(o[2] or 0.0) for o in draw] for draw in draws] if self.soft else None
         verdicts, relevance, agreement = self._vote(hard, soft)
-        details: dict[str, Any] = {"reasons": [o[1] for o in draws[0]]} if self.prompt.reasons \
-            else {}
+        details: dict[str, Any] = {}
+        if self.prompt.reasons:  # a verdicts-only prompt has none
+            details["reasons"] = [o[1] for o in draws[0]]
         if relevance is not None:
             details["relevance"] = relevance
         if agreement is not None:
