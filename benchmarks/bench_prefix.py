@@ -255,8 +255,8 @@ def dl19_samples(root: Path, queries: int, chunks: int, seed: int = 0
                     picked.append(by_grade[g].pop(rng.randrange(len(by_grade[g]))))
         rng.shuffle(picked)
         samples.append({"id": qid, "user_input": texts[qid],
-                        "reference": clip(corpus[reference], 300),
-                        "retrieved_contexts": [clip(corpus[d], 400) for d in picked]})
+                        "reference": clip(corpus[reference], 250),
+                        "retrieved_contexts": [clip(corpus[d], 300) for d in picked]})
         human.append([grades[qid][d] for d in picked])
         if len(samples) == queries:
             break
@@ -278,46 +278,58 @@ def kappa(a: Sequence[int], b: Sequence[int]) -> float:
     return 1.0 if chance == 1 else (agree - chance) / (1 - chance)
 
 
-def run_real(url: str, queries: int, chunks: int, cache_dir: Path) -> dict[str, Any]:
-    """Both prompts of each metric on the real judge at ``url``; kappa between them and
-    against the human grades (grade >= 2 relevant)."""
+#: The metrics and their two prompts (today's first) compared on a real judge.
+PAIRS = {"llm_with_reference": ("llm_with_reference", "llm_with_reference_cached"),
+         "contextual_precision": ("contextual_precision", "contextual_precision_verdicts")}
+
+
+def agreement(verdicts: dict[str, list[Any]], human: list[list[int]]) -> dict[str, Any]:
+    """Kappa and accuracy between two prompts' verdicts and of each against the human grades
+    (grade >= 2 relevant), over the samples both prompts scored."""
+    first, second = verdicts
+    both = [i for i, (a, b) in enumerate(zip(verdicts[first], verdicts[second], strict=False))
+            if a is not None and b is not None]
+    flat = {p: [x for i in both for x in verdicts[p][i]] for p in verdicts}
+    gold = [int(g >= 2) for i in both for g in human[i]]
+    if not gold:
+        return {"pairs_judged_by_both": 0}
+
+    def share(a: list[int], b: list[int]) -> float:
+        return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+
+    return {
+        "pairs_judged_by_both": len(gold), "human_relevant": sum(gold),
+        "kappa_between_prompts": kappa(flat[first], flat[second]),
+        "agreement_between_prompts": share(flat[first], flat[second]),
+        **{f"kappa_{p}_vs_human": kappa(flat[p], gold) for p in verdicts},
+        **{f"accuracy_{p}_vs_human": share(flat[p], gold) for p in verdicts},
+        **{f"relevant_{p}": sum(flat[p]) for p in verdicts},
+    }
+
+
+def run_real(url: str, queries: int, chunks: int, cache_dir: Path, metrics: Sequence[str],
+             block: int) -> dict[str, Any]:
+    """Both prompts of each metric on the real judge at ``url``, ``block`` queries at a time
+    (results so far written after each, so a run stopped early still gives its kappa)."""
     from harness import evaluate
 
     data = Path(os.environ.get("HARNESS_SHARED_DATA") or REPO.parent / "shared" / "data")
     samples, human = dl19_samples(data / "trec_dl19_passage_subset", queries, chunks)
-    truth = [int(g >= 2) for grades in human for g in grades]
-    out: dict[str, Any] = {"pairs": len(truth), "queries": len(samples),
-                           "human_relevant": sum(truth)}
-    for metric, prompts in (("llm_with_reference", ("llm_with_reference",
-                                                   "llm_with_reference_cached")),
-                            ("contextual_precision", ("contextual_precision",
-                                                      "contextual_precision_verdicts"))):
-        verdicts = {}
-        for prompt in prompts:
-            extra = ["metric.include_reason=false"] if metric == "contextual_precision" else []
-            result = evaluate(samples, metric, overrides=[
-                "judge=llama_cpp", f"judge.base_url={url}", "judge.cache=true",
-                f"judge.cache_path={cache_dir / 'verdicts.sqlite'}", f"prompt={prompt}",
-                "run.max_unscored_frac=1.0", *extra])
-            verdicts[prompt] = [row.get("verdicts") for row in result.rows]
-            out[f"{prompt}_stats"] = {k: v for k, v in result.summary["judge"].items()
-                                      if isinstance(v, (int, float))}
-        both = [i for i, row in enumerate(zip(*verdicts.values(), strict=True))
-                if all(v is not None for v in row)]
-        flat = {p: [x for i in both for x in verdicts[p][i]] for p in prompts}
-        gold = [int(g >= 2) for i in both for g in human[i]]
-        first, second = prompts
-        out[metric] = {
-            "pairs_judged_by_both": len(gold),
-            "kappa_between_prompts": kappa(flat[first], flat[second]),
-            "agreement_between_prompts": sum(x == y for x, y in zip(flat[first], flat[second],
-                                                                    strict=True)) / len(gold),
-            **{f"kappa_{p}_vs_human": kappa(flat[p], gold) for p in prompts},
-            **{f"accuracy_{p}_vs_human": sum(x == y for x, y in zip(flat[p], gold, strict=True))
-               / len(gold) for p in prompts},
-            **{f"relevant_{p}": sum(flat[p]) for p in prompts},
-        }
-        print(json.dumps({metric: out[metric]}), flush=True)
+    out: dict[str, Any] = {"queries": len(samples), "pairs": sum(map(len, human))}
+    for metric in metrics:
+        verdicts: dict[str, list[Any]] = {p: [] for p in PAIRS[metric]}
+        extra = ["metric.include_reason=false"] if metric == "contextual_precision" else []
+        for prompt in PAIRS[metric]:  # one prompt at a time: the server's prefix cache holds
+            for start in range(0, len(samples), block):
+                result = evaluate(samples[start:start + block], metric, overrides=[
+                    "judge=llama_cpp", f"judge.base_url={url}", "judge.cache=true",
+                    f"judge.cache_path={cache_dir / 'verdicts.sqlite'}", f"prompt={prompt}",
+                    "run.max_unscored_frac=1.0", *extra])
+                verdicts[prompt] += [row.get("verdicts") for row in result.rows]
+                out[metric] = {"verdicts": verdicts, **agreement(verdicts, human)}
+                write_results("bench_prefix_real", {"real": out})
+                print(json.dumps({metric: {k: v for k, v in out[metric].items()
+                                           if k != "verdicts"}}), flush=True)
     return out
 
 
@@ -330,6 +342,8 @@ def main() -> None:
     parser.add_argument("--real", metavar="URL", help="a real judge's base URL (/v1)")
     parser.add_argument("--queries", type=int, default=12)
     parser.add_argument("--chunks", type=int, default=5)
+    parser.add_argument("--metrics", default=",".join(PAIRS), help="for --real")
+    parser.add_argument("--block", type=int, default=2, help="queries per run, for --real")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="keep the real judge's verdicts here (a rerun resumes)")
     args = parser.parse_args()
@@ -338,7 +352,8 @@ def main() -> None:
     if args.real:
         with tempfile.TemporaryDirectory() as tmp:
             result["real"] = run_real(args.real, args.queries, args.chunks,
-                                      args.cache_dir or Path(tmp))
+                                      args.cache_dir or Path(tmp), args.metrics.split(","),
+                                      args.block)
         print(f"results: {write_results('bench_prefix_real', result)}")
         return
     n = 40 if args.small else 200
