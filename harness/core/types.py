@@ -151,8 +151,10 @@ class Completion:
     finish_reason: str | None = None
 
 
-#: What a judge call asks for; selects the reply's JSON schema.
-Kind = Literal["pointwise", "listwise", "reason"]
+#: What a judge call asks for; selects the reply's JSON schema: a verdict and its reason for
+#: one chunk, one of each per chunk of a sample, the same bare of reasons (``_bare``: the
+#: prompt asks for verdicts only), or an explanation of a score.
+Kind = Literal["pointwise", "listwise", "reason", "pointwise_bare", "listwise_bare"]
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,8 @@ class JudgeRequest:
 
     Attributes:
         messages: The rendered prompt.
-        kind: ``pointwise``, ``listwise`` or ``reason`` (selects the JSON schema).
+        kind: ``pointwise``, ``listwise`` (``_bare``: verdicts without reasons) or ``reason``
+            (selects the JSON schema).
         logprobs: Ask for token logprobs (soft verdicts).
         draw: Which of the judge's ``samples`` independent verdicts this is.
         prompt_sha: The prompt template's hash (part of the cache key; for pruning).

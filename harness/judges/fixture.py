@@ -99,22 +99,23 @@ class FixtureJudge:
             reply: dict[str, Any] = {"reason": "judged offline by judge=fixture"}
         else:
             subject = request.subject or self._parsed(request)
-            if request.kind == "listwise" and request.items not in (None, len(subject.contexts)):
+            if (request.kind.startswith("listwise")
+                    and request.items not in (None, len(subject.contexts))):
                 raise self._unreadable()
             verdicts = [self._verdict(subject, i) for i in range(len(subject.contexts))]
-            why = f"judge=fixture ({self.rule})"
-            if request.kind == "pointwise":
-                reply = {"reason": why, "verdict": verdicts[0]}
+            bare = request.kind.endswith("_bare")  # the prompt asks for verdicts only
+            why = {} if bare else {"reason": f"judge=fixture ({self.rule})"}
+            if request.kind.startswith("pointwise"):
+                reply = {**why, "verdict": verdicts[0]}
             else:
-                reply = {"verdicts": [{"reason": why, "verdict": "yes" if v else "no"}
-                                      for v in verdicts]}
+                reply = {"verdicts": [{**why, "verdict": "yes" if v else "no"} for v in verdicts]}
         return parse(Completion(json.dumps(reply), model=self.model, finish_reason="stop"))
 
     def _parsed(self, request: JudgeRequest) -> JudgeSubject:
         """What a request without a ``subject`` is about, read from its last user message."""
         user = next((m["content"] for m in reversed(request.messages)
                      if m.get("role") == "user"), "")
-        if request.kind == "pointwise":
+        if request.kind.startswith("pointwise"):
             found = _POINTWISE.search(user)
             if found is None:
                 raise self._unreadable()

@@ -83,7 +83,7 @@ class ContextualPrecision(JudgedMetric):
         try:
             about = JudgeSubject(sample.user_input or "", sample.reference, tuple(chunks),
                                  sample.id, sample.retrieved_context_ids)
-            draws = await self._draws(messages, "listwise", read, items=len(chunks),
+            draws = await self._draws(messages, self.prompt.kind, read, items=len(chunks),
                                       subject=about)
         except JudgeError as e:
             return unscored(sample.id, str(e))
@@ -96,9 +96,10 @@ class ContextualPrecision(JudgedMetric):
         if self.strict_mode and score < 1.0:
             score = 0.0
         details: dict[str, Any] = {
-            "reasons": [r for _, r in items],
             "success": None if self.threshold is None else score >= self.threshold,
         }
+        if self.prompt.reasons:
+            details = {"reasons": [r for _, r in items], **details}
         if relevance is not None:
             details["relevance"] = relevance
         if agreement is not None:

@@ -73,7 +73,7 @@ class LLMContextPrecision(JudgedMetric):
             ids = sample.retrieved_context_ids
             about = JudgeSubject(sample.user_input or "", answer, (chunk,), sample.id,
                                  None if ids is None or i >= len(ids) else (ids[i],))
-            return await self._draws(messages, "pointwise", read, subject=about)
+            return await self._draws(messages, self.prompt.kind, read, subject=about)
 
         chunks = sample.retrieved_contexts or ()
         outcomes = await asyncio.gather(*(judge(i, c) for i, c in enumerate(chunks)),
@@ -94,7 +94,9 @@ class LLMContextPrecision(JudgedMetric):
         hard = [[o[0] for o in draw] for draw in draws]
         soft = [[float(o[2] or 0.0) for o in draw] for draw in draws] if self.soft else None
         verdicts, relevance, agreement = self._vote(hard, soft)
-        details: dict[str, Any] = {"reasons": [o[1] for o in draws[0]]}
+        details: dict[str, Any] = {}
+        if self.prompt.reasons:  # a verdicts-only prompt has none
+            details["reasons"] = [o[1] for o in draws[0]]
         if relevance is not None:
             details["relevance"] = relevance
         if agreement is not None:

@@ -1,10 +1,11 @@
 """A judge prompt: system text, a user template, few-shot examples and a version.
 
-Prompts are data (``conf/prompt/*.yaml``). The parts shared by every chunk of a sample
-(instructions, examples, question, answer) come first and the chunk last, so provider
-prompt caching (OpenAI cached input tokens, vLLM prefix caching) applies to pointwise
-judging. Values are inserted once and never re-rendered, so a chunk that contains
-template syntax (``{{ }}``) or instructions is treated as text.
+Prompts are data (``conf/prompt/*.yaml``). A request is laid out shared part first: the
+instructions and examples (the same for every request of a run), then what a sample's
+requests share (question, answer), the chunk last, so a provider's prefix cache (OpenAI's
+cached input tokens from 1,024 shared tokens, vLLM's and llama.cpp's prefix caching) serves
+everything before the chunk. Values are inserted once and never re-rendered, so a chunk
+that contains template syntax (``{{ }}``) or instructions is treated as text.
 
 Templates are rendered in Jinja2's immutable sandbox: a template can read its variables
 but not reach Python internals (``__class__``, ``__globals__``, ...) or change a value. A
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from harness.core.errors import ConfigError, closest
 from harness.core.text import text_problem
+from harness.core.types import Kind
+from harness.prompts import sandbox
 
 Mode = Literal["pointwise", "listwise"]
 
@@ -49,6 +51,8 @@ class PromptTemplate:
         reason: For listwise prompts that explain their score (deepeval's
             ``include_reason``): ``{system, user}`` with variables ``question``,
             ``answer``, ``verdicts`` and ``score``.
+        reasons: ``false``: the judge replies with verdicts only, no reason per verdict (a
+            reply schema without ``reason``): far fewer output tokens, the same score.
         path: The file the prompt came from, if any (recorded, not read; named in errors).
     """
 
@@ -60,15 +64,19 @@ class PromptTemplate:
         user: str,
         examples: Sequence[Mapping[str, Any]] = (),
         reason: Mapping[str, str] | None = None,
+        reasons: bool = True,
         path: str | None = None,
     ) -> None:
         if mode not in ("pointwise", "listwise"):
             raise ConfigError(f"prompt.mode: expected 'pointwise' or 'listwise', got {mode!r}")
+        if not isinstance(reasons, bool):
+            raise ConfigError(f"prompt.reasons: expected true or false, got {reasons!r}")
         self.version, self.mode, self.system, self.user = version, mode, system, user
+        self.reasons = reasons
         self.examples = [dict(e) for e in examples]
         self.reason = dict(reason) if reason else None
         self.path = path
-        env = _environment()
+        env = sandbox.environment()
         try:
             self._system = env.from_string(system)
             self._user = env.from_string(user)
@@ -100,7 +108,7 @@ class PromptTemplate:
         no call provides."""
         from jinja2 import meta
 
-        env = _environment()
+        env = sandbox.environment()
         checks = [("system", self.system, frozenset()), ("user", self.user, VARIABLES[self.mode])]
         if self.reason is not None:
             checks += [
@@ -110,7 +118,7 @@ class PromptTemplate:
         for where, text, _ in checks:
             if (problem := text_problem(text)) is not None:  # as dataset text is checked
                 raise ConfigError(f"prompt {self._name} ({where}): the text {problem}")
-            _refuse_internals(f"prompt {self._name} ({where})", text, env.parse(text))
+            sandbox.refuse_internals(f"prompt {self._name} ({where})", text, env.parse(text))
         self._dry_run()
         for where, text, allowed in checks:
             for name in sorted(meta.find_undeclared_variables(env.parse(text)) - allowed):
@@ -146,7 +154,7 @@ class PromptTemplate:
             try:
                 template.render(**stand_in)
             except SecurityError as e:
-                raise ConfigError(f"prompt {self._name} ({where}): {_refusal(e)}") from None
+                raise ConfigError(f"prompt {self._name} ({where}): {sandbox.refusal(e)}") from None
             except Exception:  # the real values may well fit
                 continue
 
@@ -156,13 +164,17 @@ class PromptTemplate:
         try:
             return str(template.render(**variables)).strip()
         except SecurityError as e:
-            raise ConfigError(f"prompt {self._name} ({where}): {_refusal(e)}") from None
+            raise ConfigError(f"prompt {self._name} ({where}): {sandbox.refusal(e)}") from None
 
     @cached_property
     def sha256(self) -> str:
         """Hash of everything that shapes the judge's input (a run tag, a cache key part)."""
+        shape: list[Any] = [self.version, self.mode, self.system, self.user, self.examples,
+                            self.reason]
+        if not self.reasons:  # a prompt that asks for reasons hashes as before the option
+            shape.append({"reasons": False})
         text = json.dumps(
-            [self.version, self.mode, self.system, self.user, self.examples, self.reason],
+            shape,
             sort_keys=True,
             ensure_ascii=False,
         )
@@ -178,6 +190,14 @@ class PromptTemplate:
                 {"role": "assistant", "content": json.dumps(example["output"], ensure_ascii=False)}
             )
         return messages
+
+    @property
+    def kind(self) -> Kind:
+        """What a verdict call asks of the judge (selects the reply schema): ``pointwise`` or
+        ``listwise``, ``_bare`` when the reply holds verdicts only."""
+        if self.mode == "pointwise":
+            return "pointwise" if self.reasons else "pointwise_bare"
+        return "listwise" if self.reasons else "listwise_bare"
 
     def messages(self, **variables: Any) -> list[dict[str, str]]:
         """Chat messages for one judge call: system, examples, then the rendered user turn."""
@@ -213,6 +233,8 @@ class PromptTemplate:
         }
         if self.reason is not None:
             data["reason"] = self.reason
+        if not self.reasons:
+            data["reasons"] = False
         return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
 
 
@@ -221,7 +243,7 @@ class PromptFile(PromptTemplate):
 
     Args:
         path: The file; its keys are ``PromptTemplate``'s (``version``, ``mode``,
-            ``system``, ``user``, ``examples``, ``reason``).
+            ``system``, ``user``, ``examples``, ``reason``, ``reasons``).
     """
 
     def __init__(self, path: str) -> None:
@@ -247,48 +269,3 @@ class PromptFile(PromptTemplate):
 
         check_arguments("prompt", PromptTemplate, data)
         super().__init__(**data, path=str(file))
-
-
-def _environment() -> Any:
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    return ImmutableSandboxedEnvironment(
-        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
-    )
-
-
-def _refuse_internals(where: str, text: str, tree: Any) -> None:
-    """Refuse a template that names an attribute starting with ``_`` (``x.__class__``,
-    ``x['__globals__']``, ``x|attr('__init__')``): the sandbox would refuse it too, but
-    only when the expression runs."""
-    from jinja2 import nodes
-
-    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
-        if isinstance(node, nodes.Getattr):
-            name: Any = node.attr
-        elif isinstance(node, nodes.Getitem):
-            name = node.arg.value if isinstance(node.arg, nodes.Const) else None
-        else:
-            args = node.args if node.name == "attr" else []
-            name = args[0].value if args and isinstance(args[0], nodes.Const) else None
-        if isinstance(name, str) and name.startswith("_"):
-            raise ConfigError(
-                f"{where}: unsafe expression {_expression(text, node.lineno, name)}: "
-                f"access to '{name}' is refused; templates may use their variables, "
-                "not Python internals"
-            )
-
-
-def _expression(text: str, lineno: int, name: str) -> str:
-    """The ``{{ }}`` / ``{% %}`` on line ``lineno`` of ``text`` that mentions ``name``."""
-    lines = text.splitlines()
-    line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""
-    for match in re.finditer(r"\{[{%].*?[%}]\}", line):
-        if name in match.group():
-            return match.group()
-    return f"on line {lineno}: {line.strip()[:200]}"
-
-
-def _refusal(error: Exception) -> str:
-    return f"{error} Templates may use their variables, not Python internals"

@@ -284,8 +284,8 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
         "metric: contextual_precision, id_based, id_ranked, llm_with_reference, "
         "llm_without_reference, non_llm",
         "judge: fixture, llama_cpp, llama_cpp_python, local, ollama, openai, vllm",
-        "prompt: contextual_precision, file, llm_with_reference, llm_without_reference, "
-        "query_relevance",
+        "prompt: contextual_precision, contextual_precision_verdicts, file, llm_with_reference, "
+        "llm_with_reference_cached, llm_without_reference, query_relevance",
         "task: evaluate, judge_agreement",
         "tracking: mlflow, none",
         "retriever: bm25, chroma, custom, dense, hybrid, langchain, llamaindex, precomputed",

@@ -1,11 +1,13 @@
-"""Which waiting request an endpoint's pacer lets go first (issue 34, item 4).
+"""Which waiting request an endpoint's pacer lets go first.
 
 Requests that wait for a permit are served *critical path first*: a request after which its
 sample still makes more judge calls, one after the other, goes before one after which it
 makes fewer (contextual precision's verdicts, whose explanation follows, before a pointwise
 variant's verdicts); then the earlier sample (a row is written once every variant has scored
-it); then the earlier request. Two variants judged at once thus finish about when the slower
-alone would: the second call of a chain no longer waits for a whole round of the other's.
+it, and a sample's requests, which share all but their chunk, go out one after the other, so
+a provider's prefix cache serves what they share); then the earlier request. Two variants
+judged at once thus finish about when the slower alone would: the second call of a chain no
+longer waits for a whole round of the other's.
 
 The metric says it (``turn``) around a call, and the pacer reads it when the call asks for a
 permit: a ``contextvars`` variable, which follows the call through the judge, its verdict

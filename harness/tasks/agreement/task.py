@@ -114,7 +114,7 @@ def judge_all(judge: Judge, prompt: Any, pairs: list[Pair]) -> list[Outcome]:
 
     async def one(pair: Pair) -> Outcome:
         messages = prompt.messages(question=pair.question, answer="", context=pair.passage)
-        request = JudgeRequest(messages, "pointwise", prompt_sha=prompt.sha256,
+        request = JudgeRequest(messages, prompt.kind, prompt_sha=prompt.sha256,
                                variant="judge_agreement", subject=JudgeSubject(
                                    pair.question, None, (pair.passage,), pair.query_id,
                                    (pair.doc_id,)))
