@@ -166,6 +166,9 @@ class Judge(Protocol):
     samples: int
     vote: str
     stats: JudgeStats
+    #: Samples its metric scores at once when ``run.batch_size`` is null (``None``: the
+    #: run's default): a judge that sends through a Batch API takes a batch's worth.
+    batch_samples: int | None
 
     def ask(self, request: JudgeRequest, parse: Callable[[Completion], T]) -> Awaitable[T]:
         """Call (through the cache) and parse; raise ``JudgeError`` when it fails for good."""
