@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from harness.judges.cache.lookup import ReplyStore
 
 #: Seconds without a new request after which the queue goes out as a batch.
-QUIET_S = 0.25
+QUIET_S = 0.15
 DONE = ("completed", "expired", "cancelled", "failed")
 
 
@@ -128,6 +128,13 @@ class Batcher:
 
     def _enqueue(self, ask: Ask) -> None:
         ask.line = files.line(ask.key, ask.body)
+        if len(ask.line) > self.max_bytes:  # no file can hold it
+            ask.future.set_result(files.Answer(why=f"the request's line ({len(ask.line)} "
+                                               "bytes) is larger than judge.batch_max_bytes="
+                                               f"{self.max_bytes}"))
+            return
+        if self.queued_bytes + len(ask.line) > self.max_bytes:
+            self._flush()
         self.queue.append(ask)
         self.queued_bytes += len(ask.line)
         if len(self.queue) >= self.max_requests or self.queued_bytes >= self.max_bytes:
