@@ -151,7 +151,9 @@ def test_a_round_is_split_at_the_providers_limits(tmp_path, server, limits, size
         assert lines == sizes
     else:
         assert all(len(f) <= 5000 for f in files)
-        assert all(len(a) + len(b.splitlines()[0]) + 1 > 5000 for a, b in zip(files, files[1:]))
+        # each file is full: the next file's first line would not have fitted in it
+        assert all(len(a) + len(b.splitlines(keepends=True)[0]) > 5000
+                   for a, b in zip(files, files[1:], strict=False))
 
 
 def test_the_whole_run_is_one_batch_of_samples(tmp_path, server):
@@ -306,6 +308,25 @@ def test_a_stopped_run_run_again_resumes_its_batch(tmp_path, server, capsys):
     rows = sqlite3.connect(tmp_path / "cache.sqlite").execute(
         "SELECT COUNT(*) FROM batch_lines").fetchone()
     assert rows == (0,)  # every line settled
+
+
+@pytest.mark.parametrize(("fate", "missing"), [("forget", 18), ("expire", 9), ("cancel", 9)])
+def test_a_resumed_batch_that_ended_short_has_only_its_missing_lines_sent(tmp_path, server,
+                                                                          fate, missing):
+    server.configure(batch_seconds=60, batch_answered=0.5)
+    first = pointwise(server, judge=batched(tmp_path))
+    stopped_after_creating(server, first, SAMPLES)
+    [batch_id] = first.judge.stats.batch_ids
+    if fate == "forget":
+        del server.batch_api.batches[batch_id]
+    else:
+        server.batch_api.batches[batch_id].outcome = fate
+    server.configure(batch_seconds=0)
+    results = score(pointwise(server, judge=batched(tmp_path)), SAMPLES)
+    assert verdicts(results) == EXPECTED
+    _, again = batch_lines(server).values()
+    assert len(again) == missing
+    assert server.stats.batch_lines_answered == server.stats.billed_requests == N_LINES
 
 
 def file_pending(tmp_path: Path, server: JudgeServer, batch_id: str) -> None:

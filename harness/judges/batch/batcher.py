@@ -9,11 +9,11 @@ the queue. The queue goes out as one batch once no request has joined it for ``Q
 second round (a re-ask, contextual precision's explanation) follows as a later batch.
 
 A batch is uploaded (its lines recorded as ``file:ID``), created (recorded under its id),
-polled every ``judge.batch_poll`` seconds (progress on stderr); when it ends, its answers
-are stored and its lines forgotten in one transaction, and the waiting requests resolved.
-A failed line is tried again in a later batch (or realtime: ``judge.batch_retry``) up to
-``judge.max_retries`` times, then its sample is unscored with the reason; a line the batch
-never reached (expired, cancelled, or the batch forgotten: 404) goes out again.
+polled every ``judge.batch_poll`` seconds; when it ends, its answers are stored and its
+lines forgotten at once, and the requests waiting on it resolved. A failed line is tried
+again in a later batch (or realtime: ``judge.batch_retry``) up to ``judge.max_retries``
+times, then its sample is unscored with the reason; a line the batch never reached
+(expired, cancelled, or the batch forgotten: 404) goes out again.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Batcher:
         self.poll, self.max_requests, self.max_bytes = poll, max_requests, max_bytes
         self.max_retries, self.retry = max_retries, retry
         self.store: ReplyStore | None = None
-        self.asks: dict[str, Ask] = {}
+        self.asks: dict[str, Ask] = {}  # by key: the requests waiting, each once
         self.queue: list[Ask] = []
         self.queued_bytes, self.last = 0, 0.0
         self.sent: dict[str, set[str]] = {}  # batch -> keys this process sent in it
@@ -198,8 +198,6 @@ class Batcher:
             if not ask.future.done():
                 ask.future.set_exception(error)
 
-    # ---- following a batch ---------------------------------------------------------------
-
     def _watch(self, batch: str) -> None:
         if batch not in self.watching:
             self.watching[batch] = self._spawn(self._follow(batch))
@@ -251,7 +249,8 @@ class Batcher:
     async def _settle(self, batch: str, answers: dict[str, files.Answer], lost: str) -> None:
         """Store the answers, forget the batch's lines, resolve the requests waiting."""
         known = {} if self.store is None else await self.store.lines.of_batch(batch)
-        keys = set(known) | self.sent.pop(batch, set()) | set(answers)
+        waiting = {k for k, a in self.asks.items() if a.batch == batch}
+        keys = set(known) | self.sent.pop(batch, set()) | set(answers) | waiting
         replies: list[Reply] = []
         outcomes: dict[str, files.Outcome | BaseException] = {}
         for key in sorted(keys):
