@@ -191,7 +191,7 @@ class Batcher:
     def _sent(self, asks: Sequence[Ask], batch: str) -> None:
         self.sent[batch] = {a.key for a in asks}
         for ask in asks:
-            ask.batch = batch
+            ask.batch, ask.line = batch, b""  # uploaded: the line's bytes are not needed
 
     def _fail(self, asks: Sequence[Ask], error: BaseException) -> None:
         for ask in asks:
