@@ -222,6 +222,9 @@ class Judge(Protocol):
     samples: int
     vote: str
     stats: JudgeStats
+    #: Samples its metric scores at once when ``run.batch_size`` is null (``None``: the
+    #: run's default): a judge that sends through a Batch API takes a batch's worth.
+    batch_samples: int | None
 
     @property
     def top_logprobs(self) -> int:

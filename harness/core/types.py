@@ -235,10 +235,20 @@ class JudgeStats:
     backoffs: int = 0
     timeouts: int = 0
     pauses: int = 0
+    #: the Batch API (``judge.batch``): lines answered through it, and the part of the
+    #: token totals above billed at the batch price; batch jobs created, and their ids
+    batch_requests: int = 0
+    batch_prompt_tokens: int = 0
+    batch_cached_prompt_tokens: int = 0
+    batch_completion_tokens: int = 0
+    batches: int = 0
+    batch_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, float | None]:
-        """All counters (costs rounded to micro-dollars, ``None`` when unknown)."""
-        data: dict[str, float | None] = asdict(self)
+        """The numeric counters (costs rounded to micro-dollars, ``None`` when unknown);
+        ``batch_ids`` is not one of them."""
+        data: dict[str, Any] = asdict(self)
+        del data["batch_ids"]
         for name in ("cost_usd", "saved_cost_usd"):
             value = getattr(self, name)
             data[name] = None if value is None else round(value, 6)

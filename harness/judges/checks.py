@@ -12,12 +12,17 @@ from harness.core.errors import ConfigError, closest
 from harness.core.redact import redact_uri
 from harness.core.validation import Range, check_value
 
-#: Keys of one model's ``prices`` entry (USD per million tokens).
-PRICE_KEYS = ("input", "cached_input", "output")
+#: Keys of one model's ``prices`` entry: USD per million tokens, and ``batch``, the factor
+#: the Batch API bills them at (``BATCH_DISCOUNT`` when not given).
+PRICE_KEYS = ("input", "cached_input", "output", "batch")
+#: The Batch API's price as a share of the realtime one (OpenAI, Anthropic: half).
+BATCH_DISCOUNT = 0.5
 #: The most candidates per token the OpenAI API returns.
 MAX_TOP_LOGPROBS = 20
 #: A price: USD per million tokens.
 Price = Annotated[float, Range(ge=0)]
+#: A share of the realtime price.
+Factor = Annotated[float, Range(ge=0, le=1)]
 
 
 def _fail(key: str, expected: str, value: Any) -> ConfigError:
@@ -34,7 +39,8 @@ def check_names(model: Any, api_key_env: Any) -> None:
 
 
 def check_prices(prices: Any) -> dict[str, dict[str, float]]:
-    """``{model: {input, cached_input, output}}`` with non-negative finite prices."""
+    """``{model: {input, cached_input, output, batch}}`` with non-negative finite prices and
+    a batch factor in [0, 1]."""
     if prices is None:
         return {}
     if not isinstance(prices, Mapping):
@@ -50,7 +56,7 @@ def check_prices(prices: Any) -> dict[str, dict[str, float]]:
                     f"{key}.{name}: unknown price{closest(str(name), PRICE_KEYS)}; "
                     f"a price entry has {', '.join(PRICE_KEYS)}"
                 )
-            check_value(f"{key}.{name}", Price, price)
+            check_value(f"{key}.{name}", Factor if name == "batch" else Price, price)
         out[str(model)] = {str(k): float(v) for k, v in entry.items()}
     return out
 

@@ -61,6 +61,7 @@ class FixtureJudge:
 
     samples = 1
     vote = "majority"
+    batch_samples: int | None = None  # no Batch API: the run's batches
     max_concurrency = 64
     top_logprobs = 0
 

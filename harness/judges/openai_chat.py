@@ -1,27 +1,29 @@
 """A judge on any OpenAI-compatible chat-completions endpoint.
 
 ``ChatTransport`` (``harness.judges.transport.chat``) sends the requests, with the SDK's
-transport retries; this wrapper adds the verdict cache, retries of unusable replies
-(``parse_retries``) and independent draws.
+transport retries, or the Batch API does (``judge.batch``, ``harness.judges.batch``); this
+wrapper adds the verdict cache, retries of unusable replies (``parse_retries``) and
+independent draws.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
-from harness.core.errors import JudgeParseError, JudgeReplyCut
+from harness.core.errors import ConfigError
 from harness.core.protocols import Kind
-from harness.core.redact import redact, redact_uri
-from harness.core.text import clip
+from harness.core.redact import redact_uri
 from harness.core.types import Completion, JudgeRequest, JudgeStats
 from harness.core.validation import Range, check_call
+from harness.judges import batch as batched
 from harness.judges.cache import lookup as cached
 from harness.judges.checks import MAX_TOP_LOGPROBS, check_names, check_prices, split_base_url
 from harness.judges.dry import GoesDry
 from harness.judges.identity import AUTO
-from harness.judges.replies.read import reply_cut, tokens
+from harness.judges.replies import reask
+from harness.judges.replies.read import tokens
 from harness.judges.replies.schemas import SCHEMAS
 from harness.judges.transport.chat import ChatTransport, OutputMode
 
@@ -66,7 +68,8 @@ class OpenAIJudge(GoesDry):
             steps down to the next mode for the rest of the run.
         parse_retries: Re-asks after an unusable reply, before the sample is unscored.
         top_logprobs: Candidates per token requested for soft verdicts.
-        prices: USD per million tokens by model: ``{model: {input, cached_input, output}}``.
+        prices: USD per million tokens by model: ``{model: {input, cached_input, output}}``,
+            and ``batch``: the share of these the Batch API bills (0.5 unless set).
         extra_body: Extra JSON fields sent with every request (endpoint-specific options).
         preflight_timeout: Seconds to wait for the endpoint's answer before the run starts.
         cache: Keep every usable reply in a persistent cache and reuse it: a rerun, or a
@@ -80,6 +83,15 @@ class OpenAIJudge(GoesDry):
             sent with seed ``seed + i`` and cached on its own.
         vote: How several verdicts combine: ``majority`` (relevant iff at least half say
             so) or ``mean`` (the share that say so, a graded relevance).
+        batch: Send the run's requests through the endpoint's Batch API (half price,
+            answered within 24 h): one batch per round of requests, its ids kept in the
+            verdict cache, so the same command run again resumes it (``harness.judges.batch``).
+        batch_poll: Seconds between two looks at a running batch.
+        batch_retry: How a line that failed is tried again (up to ``max_retries`` times):
+            in a later ``batch``, or as a ``realtime`` request.
+        batch_max_requests: Requests one batch holds at most (OpenAI: 50,000); also the
+            samples scored at once when ``run.batch_size`` is null.
+        batch_max_bytes: Bytes one batch's input file holds at most (OpenAI: 200 MB).
     """
 
     def __init__(
@@ -108,10 +120,19 @@ class OpenAIJudge(GoesDry):
         vote: Literal["majority", "mean"] = "majority",
         max_wait: Annotated[float, Range(ge=0)] = 60.0,
         max_timeouts_in_a_row: Annotated[int, Range(ge=1)] | None = 8,
+        batch: bool = False,
+        batch_poll: Annotated[float, Range(gt=0)] = 30.0,
+        batch_retry: Literal["batch", "realtime"] = "batch",
+        batch_max_requests: Annotated[int, Range(ge=1)] = 50_000,
+        batch_max_bytes: Annotated[int, Range(ge=1)] = 200_000_000,
     ) -> None:
         check_names(model, api_key_env)
         prices = check_prices(prices)
         check_call("judge", OpenAIJudge.__init__, locals())  # the ranges annotated above
+        if batch and not cache:
+            raise ConfigError("judge.batch=true keeps its batches in the verdict cache, so that "
+                              "a rerun resumes them and pays nothing twice; set judge.cache="
+                              "true (or judge.batch=false)")
         self._endpoint_key = split_base_url(base_url)[0] or "openai"  # not its credentials
         self.stats = JudgeStats()
         self.transport = ChatTransport(
@@ -140,9 +161,15 @@ class OpenAIJudge(GoesDry):
         self.cache_url = cached.check_location(cache_path, cache_url) if cache else None
         self.samples = samples
         self.vote: str = vote
-        self._cache: cached.ReplyStore | None = None
-        self._opening: asyncio.Future[cached.ReplyStore] | None = None
         self._resolving: asyncio.Future[None] | None = None
+        #: Samples to score at once (a run's batch) when ``run.batch_size`` is null:
+        #: ``None`` for the run's default; in batch mode a batch's worth.
+        self.batch_samples = batch_max_requests if batch else None
+        self._cache = cached.Opener(cache_path, self.cache_url, lease_s=2 * timeout,
+                                    max_claims=self.batch_samples or max_concurrency)
+        self.batcher = batched.of(self.transport, self._count_hit, poll=batch_poll,
+                                  max_requests=batch_max_requests, max_bytes=batch_max_bytes,
+                                  retry=batch_retry) if batch else None
 
     @property
     def model(self) -> str:
@@ -178,6 +205,7 @@ class OpenAIJudge(GoesDry):
             "samples": self.samples,
             "vote": self.vote,
             "cache": cached.location(self.cache_path, self.cache_url, on=self.cache_enabled),
+            **({} if self.batcher is None else {"batch_ids": list(self.stats.batch_ids)}),
             **t.identity.describe(t.model),
             **({"cost_unknown": why} if (why := t.unpriced()) else {}),
         }
@@ -185,91 +213,56 @@ class OpenAIJudge(GoesDry):
     async def preflight(self) -> None:
         """Check, before the first judge call, that the verdict cache opens and the endpoint
         answers and accepts the key."""
-        await self._open_cache()  # an unusable cache is refused before any request
+        store = await self._open_cache()  # an unusable cache is refused before any request
         await self.transport.preflight()
+        if self.batcher is not None:  # and an endpoint without the Batch API
+            await self.batcher.prepare(store)
 
     async def ask(self, request: JudgeRequest, parse: Callable[[Completion], T]) -> T:
         """Call and parse, through the cache; re-ask up to ``parse_retries`` times after an
-        unusable reply (not one the token limit cut: that raises ``JudgeReplyCut``).
-
-        A re-ask repeats the request with a note on what was wrong appended to the last
-        user message (resending the same request to a deterministic model tends to return
-        the same reply; the note changes only the end, so a cached prefix still applies).
-        A usable reply is cached under the key of the original request.
+        unusable reply (``harness.judges.replies.reask``; not one the token limit cut: that
+        raises ``JudgeReplyCut``). A usable reply is cached under the key of the original
+        request.
 
         Args:
             request: The prompt and what shapes the reply (``JudgeRequest``).
             parse: Turns a completion into the caller's value; raises ``JudgeParseError``.
         """
-        messages, kind, logprobs, draw, items = (
-            request.messages, request.kind, request.logprobs, request.draw, request.items)
-        prompt_sha, variant = request.prompt_sha, request.variant
         if self.transport.model == AUTO:
             await self._resolve()
         store = await self._open_cache()
 
         async def call() -> tuple[T, Completion]:
-            return await self._fresh(messages, kind, parse, logprobs, draw, items)
+            return await reask.usable(lambda m: self._send(request, m), parse, request.messages,
+                                      self.parse_retries, self.stats, self.transport.max_tokens)
 
         if store is None:
             return (await call())[0]
-        body = self.transport.body(messages, kind, logprobs, draw, items)
-        served = self.transport.identity.key(self.model)  # which weights answer, if told
-        key = cached.request_key(self._endpoint_key, variant, prompt_sha, body, served)
-        meta = {"model": self.model, "prompt_sha": prompt_sha, "variant": variant}
-        return await cached.through_cache(store, key, parse, call, stats=self.stats,
-                                   on_hit=self._count_hit, meta=meta)
+        meta = {"model": self.model, "prompt_sha": request.prompt_sha, "variant": request.variant}
+        return await cached.through_cache(store, self._key(request, request.messages)[1], parse,
+                                          call, stats=self.stats, on_hit=self._count_hit,
+                                          meta=meta)
 
-    async def _fresh(self, messages: list[dict[str, str]], kind: Kind,
-                     parse: Callable[[Completion], T], logprobs: bool, draw: int,
-                     items: int | None) -> tuple[T, Completion]:
-        """Ask the judge (re-asking after unusable replies): the value and its reply."""
-        attempt_messages = messages
-        error: JudgeParseError | None = None
-        for _ in range(self.parse_retries + 1):
-            completion: Completion | None = None
-            try:
-                completion = await self.transport.complete(
-                    attempt_messages, kind, logprobs, draw, items
-                )
-                value = parse(completion)
-            except (JudgeParseError, JudgeReplyCut) as e:
-                self.stats.parse_failures += 1
-                cut = completion is not None and completion.finish_reason == "length"
-                if isinstance(e, JudgeReplyCut) or cut:  # the same limit would cut it again
-                    self.stats.failures += 1
-                    raise reply_cut(self.transport.max_tokens, not cut) from None
-                error = e
-            else:
-                return value, completion
-            last = messages[-1]
-            note = (f"\n\nYour previous reply could not be used ({clip(str(error), 300)}). "
-                    "Reply with only the JSON object described above.")
-            attempt_messages = [*messages[:-1], {"role": last["role"],
-                                                 "content": last["content"] + note}]
-        self.stats.failures += 1
-        attempts = self.parse_retries + 1
-        raise JudgeParseError(redact(
-            f"unusable judge reply after {attempts} attempt{'s' if attempts > 1 else ''}: {error}"
-        ))
+    def _key(self, r: JudgeRequest, messages: list[dict[str, str]]) -> tuple[bytes, str]:
+        """The request body of ``r`` asked with ``messages``, and its verdict-cache key."""
+        body = self.transport.body(messages, r.kind, r.logprobs, r.draw, r.items)
+        served = self.transport.identity.key(self.model)  # which weights answer, if told
+        return body, cached.request_key(self._endpoint_key, r.variant, r.prompt_sha, body, served)
+
+    async def _send(self, r: JudgeRequest, messages: list[dict[str, str]]) -> Completion:
+        """One completion of ``r`` asked with ``messages``: realtime, or a batch's line."""
+        def realtime() -> Awaitable[Completion]:
+            return self.transport.complete(messages, r.kind, r.logprobs, r.draw, r.items)
+
+        if self.batcher is None:
+            return await realtime()
+        body, key = self._key(r, messages)
+        return await self.batcher.complete(key, body, (self.model, r.prompt_sha, r.variant),
+                                           r.logprobs, realtime)
 
     async def _open_cache(self) -> cached.ReplyStore | None:
-        """The cache, opened once (concurrent first calls share the opening)."""
-        if not self.cache_enabled:
-            return None
-        if self._cache is None:
-            if self._opening is None:
-                self._opening = asyncio.ensure_future(cached.open_store(
-                    self.cache_path, self.cache_url, lease_s=2 * self.transport.timeout,
-                    max_claims=self.transport.max_concurrency,
-                ))
-            opening = self._opening
-            try:
-                self._cache = await asyncio.shield(opening)
-            finally:
-                if opening is self._opening and opening.done():
-                    self._opening = None
-        return self._cache
+        """The cache (``None`` when off), opened on first use."""
+        return await self._cache.get() if self.cache_enabled else None
 
     def _count_hit(self, usage: Mapping[str, Any]) -> None:
         prompt = tokens(usage.get("prompt_tokens"))
@@ -277,7 +270,7 @@ class OpenAIJudge(GoesDry):
         self.stats.cache_hits += 1
         self.stats.saved_prompt_tokens += prompt
         self.stats.saved_completion_tokens += completion
-        self.transport.charge(prompt, 0, completion, saved=True)
+        self.transport.charge(prompt, 0, completion, saved=True, batch=bool(self.batcher))
 
     def share_pacing(self, other: Any) -> bool:
         """Send ``other``'s requests (another judge of this run) under this one's pacing
@@ -291,8 +284,9 @@ class OpenAIJudge(GoesDry):
         await asyncio.shield(self._resolving)
 
     async def aclose(self) -> None:
-        """Close the HTTP client and the cache."""
-        if self._cache is not None:
-            await self._cache.aclose()
-            self._cache = None
+        """Say which batches still run (a rerun resumes them), close the HTTP client and
+        the cache."""
+        if self.batcher is not None:
+            await self.batcher.aclose(self._cache.store)
+        await self._cache.aclose()
         await self.transport.aclose()

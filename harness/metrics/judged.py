@@ -153,6 +153,12 @@ class JudgedMetric(BaseMetric):
         return self._loop.run(self._score_all(samples, on_done))
 
     @property
+    def batch_size(self) -> int | None:
+        """Samples a batch when ``run.batch_size`` is null: the judge's ``batch_samples``
+        (a judge that sends through a Batch API takes a batch's worth), else the default."""
+        return self.judge.batch_samples
+
+    @property
     def loop(self) -> LoopThread:
         """The event loop this metric's judge calls run on (a panel's members share one)."""
         return self._loop

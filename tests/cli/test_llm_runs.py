@@ -32,7 +32,9 @@ def expected_verdicts() -> list[list[int]]:
 def test_llm_with_reference_end_to_end(
     tmp_path: Path, judge_server: JudgeServer, mlflow_store: str
 ) -> None:
-    with JudgeServer(sample_labels(), api_key=CANARY) as server:
+    # the test judge caches as OpenAI does, from 1,024 shared tokens: these prompts share
+    # fewer, so it counts from the first one to show they are shared at all
+    with JudgeServer(sample_labels(), api_key=CANARY, cache_min_tokens=0) as server:
         result = run_cli(
             "metric=llm_with_reference", *judge_args(server, "judge.api_key_env=HARNESS_CANARY"),
             cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store, "HARNESS_CANARY": CANARY},

@@ -35,6 +35,12 @@ there (a known, accepted limitation).
 Labels map a chunk (``str``) or a ``(question, chunk)`` tuple to an int 0/1 or a float
 probability of relevance (verdict 1 iff p >= 0.5). Lookup: ``(question, chunk)``, then
 ``chunk``, else the ``default_label`` knob (counted in ``stats.unknown_chunks``).
+
+It bills like a provider (``helpers.billing``): ``usage.prompt_tokens_details.cached_tokens``
+as OpenAI's prompt caching counts them, and ``stats.billed_*`` what every reply cost at the
+knobs' prices (Batch API lines at ``batch_price`` times them). It serves OpenAI's Batch API
+(``helpers.batch_api``: ``/v1/files``, ``/v1/batches``), each line answered as the chat
+endpoint would answer it, with its faults as knobs.
 """
 
 from __future__ import annotations
@@ -58,6 +64,13 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+try:
+    from helpers.batch_api import BATCH_OUTCOMES, BatchApi
+    from helpers.billing import PrefixCache, Prices, serialized, tokens
+except ImportError:  # run as a script: this folder is on sys.path, not its parent
+    from batch_api import BATCH_OUTCOMES, BatchApi  # type: ignore[no-redef]
+    from billing import PrefixCache, Prices, serialized, tokens  # type: ignore[no-redef]
 
 __all__ = ["KNOB_NAMES", "OUTCOMES", "JudgeServer", "Knobs", "Stats", "load_labels", "main"]
 
@@ -165,11 +178,44 @@ class Knobs:
     # probability of a 503 with Retry-After (``retry_after``), answered at once, as an
     # overloaded server does; drawn only when > 0, so other knobs' draws keep their sequence
     fail_503: float = 0.0
+    # prompt caching (helpers.billing): the tokens a prompt shares with an earlier one are
+    # cached from cache_min_tokens on, in steps of cache_step (OpenAI: 1024, 128)
+    cache_min_tokens: int = 1024
+    cache_step: int = 128
+    # the bill: USD per million input, cached input and output tokens; Batch API lines are
+    # billed at batch_price times these
+    price_input: float = 1.00
+    price_cached_input: float = 0.10
+    price_output: float = 4.00
+    batch_price: float = 0.5
+    # the Batch API (helpers.batch_api): served at all (False: 404 on /files and /batches);
+    # seconds from a batch's creation to its completion (polls see validating, in_progress,
+    # finalizing in between); what becomes of each batch created, in turn (BATCH_OUTCOMES:
+    # ok, expire, cancel (by the server), forget (404 on retrieve), fail (validation));
+    # the share of an expired or cancelled batch's lines answered before it ended
+    batch_api: bool = True
+    batch_seconds: float = 0.0
+    batch_script: list[str] = field(default_factory=list)
+    batch_answered: float = 0.5
+    # a share of the lines (chosen by their custom_id) fail with batch_fail_status on their
+    # first batch_fail_times submissions (written to the error file, as OpenAI writes them)
+    batch_fail_lines: float = 0.0
+    batch_fail_times: int = 1
+    batch_fail_status: int = 500
+    # the next N requests to the batch endpoints are refused: 429 with Retry-After
+    # (retry_after) and x-ratelimit-* headers
+    batch_429: int = 0
+    # OpenAI's limits of one input file: requests (a batch of more fails validation) and
+    # bytes (an upload of more is a 400)
+    batch_max_lines: int = 50_000
+    batch_max_bytes: int = 200 * 2**20
 
 
 KNOB_NAMES = frozenset(f.name for f in fields(Knobs))
 _PROB_KNOBS = ("hang", "fail_429", "fail_500", "malformed", "count_mismatch", "flip")
-_OTHER_PROBS = ("fail_503", "slow_share")
+_OTHER_PROBS = ("fail_503", "slow_share", "batch_answered", "batch_fail_lines")
+_COUNT_KNOBS = {"cache_min_tokens": 0, "cache_step": 1, "batch_fail_times": 0, "batch_429": 0,
+                "batch_max_lines": 1, "batch_max_bytes": 1}
 _SHAPE_KNOBS = {
     "content_shape": CONTENT_SHAPES,
     "usage_shape": USAGE_SHAPES,
@@ -196,8 +242,22 @@ def _check_knob(name: str, value: Any) -> Any:
             value = int(value)
             if value < 1:
                 raise ValueError("concurrency must be >= 1 or None")
+    elif name in _COUNT_KNOBS:
+        value = int(value)
+        if value < _COUNT_KNOBS[name]:
+            raise ValueError(f"knob {name} must be >= {_COUNT_KNOBS[name]}")
+    elif name == "batch_fail_status":
+        value = int(value)
+        if not 400 <= value <= 599:
+            raise ValueError("knob batch_fail_status is an error status, 400..599")
+    elif name == "batch_script":
+        value = list(value or [])
+        bad = [v for v in value if v not in BATCH_OUTCOMES]
+        if bad:
+            raise ValueError(f"batch_script outcomes must be among {BATCH_OUTCOMES}, got {bad}")
     elif name in ("latency_ms", "latency_jitter_ms", "hang_seconds", "latency_sd_ms", "slow_ms",
-                  "token_rate", "token_burst", "token_cost", "drip_ms"):
+                  "token_rate", "token_burst", "token_cost", "drip_ms", "price_input",
+                  "price_cached_input", "price_output", "batch_price", "batch_seconds"):
         value = float(value)
         if value < 0:
             raise ValueError(f"knob {name} must be >= 0")
@@ -215,7 +275,7 @@ def _check_knob(name: str, value: Any) -> Any:
         value = float(value)
         if value != 0 and value <= 1:
             raise ValueError("knob latency_tail is p99 / median, > 1 (0: off)")
-    elif name in ("echo_auth", "extra_fields", "obey_schema_count", "quick_429"):
+    elif name in ("echo_auth", "extra_fields", "obey_schema_count", "quick_429", "batch_api"):
         value = bool(value)
     elif name in ("reply_model", "model_root", "error_message"):
         value = None if value is None else str(value)
@@ -241,6 +301,15 @@ class Stats:
     ``in_flight_max`` its maximum. ``busy_s`` sums the time requests spent past the gate,
     ``first_enter``/``last_leave`` bound it (monotonic seconds): ``occupancy(slots)`` is the
     share of the slots' time that had work, whatever the machine's speed.
+
+    The bill: ``billed_requests`` replies billed (every chat completion the model wrote,
+    whatever its HTTP fate), their ``billed_prompt_tokens``, ``billed_cached_tokens`` and
+    ``billed_completion_tokens``, and ``billed_usd`` at the knobs' prices; ``batch_billed_*``
+    is the part answered through the Batch API (at the batch price). The Batch API:
+    ``files_uploaded``, ``batches_created``, ``batch_lines_submitted`` (lines of the
+    batches created), ``batch_lines_answered`` (output file), ``batch_lines_failed`` (error
+    file: failed, expired or cancelled), ``batch_polls`` (``GET /batches/{id}``),
+    ``batch_refused`` (429s of the batch endpoints).
     """
 
     requests: int = 0
@@ -263,10 +332,27 @@ class Stats:
     busy_s: float = 0.0
     first_enter: float = 0.0
     last_leave: float = 0.0
+    billed_requests: int = 0
+    billed_prompt_tokens: int = 0
+    billed_cached_tokens: int = 0
+    billed_completion_tokens: int = 0
+    billed_usd: float = 0.0
+    batch_billed_requests: int = 0
+    batch_billed_prompt_tokens: int = 0
+    batch_billed_cached_tokens: int = 0
+    batch_billed_completion_tokens: int = 0
+    batch_billed_usd: float = 0.0
+    files_uploaded: int = 0
+    batches_created: int = 0
+    batch_lines_submitted: int = 0
+    batch_lines_answered: int = 0
+    batch_lines_failed: int = 0
+    batch_polls: int = 0
+    batch_refused: int = 0
     by_retry_count: Counter = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def incr(self, **deltas: int) -> None:
+    def incr(self, **deltas: float) -> None:
         """Add ``deltas`` to the named counters atomically."""
         with self._lock:
             for name, delta in deltas.items():
@@ -293,6 +379,15 @@ class Stats:
         """Busy slot-time over the slots' time from the first request to the last answer."""
         span = self.last_leave - self.first_enter
         return self.busy_s / (slots * span) if span > 0 else 0.0
+
+    def bill(self, prompt: int, cached: int, completion: int, usd: float, batch: bool) -> None:
+        """Count one billed reply (``batch``: answered through the Batch API)."""
+        self.incr(billed_requests=1, billed_prompt_tokens=prompt, billed_cached_tokens=cached,
+                  billed_completion_tokens=completion, billed_usd=usd)
+        if batch:
+            self.incr(batch_billed_requests=1, batch_billed_prompt_tokens=prompt,
+                      batch_billed_cached_tokens=cached, batch_billed_completion_tokens=completion,
+                      batch_billed_usd=usd)
 
     def count_retry(self, value: str) -> None:
         """Count one ``x-stainless-retry-count`` header value."""
@@ -430,6 +525,7 @@ class Prompt:
     prefix_len: int  # characters of content in the prefix
     prompt_chars: int  # characters of all message contents
     seed: Any = None  # the request's sampling seed
+    serial: str = ""  # the messages serialized in order (what prompt caching compares)
 
 
 def parse_prompt(body: Mapping[str, Any]) -> Prompt:
@@ -479,7 +575,7 @@ def parse_prompt(body: Mapping[str, Any]) -> Prompt:
     prefix_len = sum(len(t) for _, t in others) + len(head)
     return Prompt(
         kind, question, answer, chunks, score, prefix, prefix_len, sum(map(len, texts)),
-        body.get("seed"),
+        body.get("seed"), serialized(roles, texts),
     )
 
 
@@ -790,7 +886,8 @@ class JudgeServer:
         self._rng = random.Random(seed)
         self._knobs = Knobs()
         self._script: deque[str] = deque()
-        self._prefixes: set[str] = set()
+        self._prompts = PrefixCache()  # every prompt seen: its cached tokens
+        self.batch_api = BatchApi(self)
         self._ids = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -828,9 +925,17 @@ class JudgeServer:
         self.requests.clear()
 
     def clear_prefix_cache(self) -> None:
-        """Forget every prompt prefix seen (next requests report cached_tokens 0)."""
+        """Forget every prompt seen (next requests report cached_tokens 0)."""
+        self._prompts.clear()
+
+    def take_batch_refusal(self) -> bool:
+        """Whether this request to a batch endpoint is refused (knob ``batch_429``)."""
         with self._lock:
-            self._prefixes.clear()
+            if self._knobs.batch_429 <= 0:
+                return False
+            self._knobs.batch_429 -= 1
+        self.stats.incr(batch_refused=1)
+        return True
 
     def start(self, port: int = 0) -> str:
         """Serve on 127.0.0.1 (``port`` 0: chosen by the OS); return ``base_url``."""
@@ -888,9 +993,10 @@ class JudgeServer:
 
     async def _astart(self, port: int) -> None:
         self._gate = _Gate(self._knobs.concurrency)
-        app = web.Application(client_max_size=64 * 1024**2)
+        app = web.Application(client_max_size=256 * 1024**2)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
+        self.batch_api.add_routes(app.router)
         app.router.add_get("/props", self._props)
         app.router.add_get("/api/tags", self._ollama_tags)
         app.middlewares.append(self._json_404)
@@ -1209,6 +1315,40 @@ class JudgeServer:
         message, type_, code = _STATUS_OUTCOMES[outcome]
         return self._error(request, status, message, type_, code)
 
+    def answer_line(self, body: Any) -> tuple[int, dict[str, Any]]:
+        """A Batch API line's answer, as the chat endpoint answers ``body`` (its labels and
+        outcome knobs, no latency or connection faults): ``(status, JSON body)``; a reply is
+        billed at the batch price."""
+        if not isinstance(body, dict):
+            return 400, _error_body("the request body is not a JSON object",
+                                    "invalid_request_error", None)
+        fmt = (body.get("response_format") or {}).get("type")
+        if fmt is not None and fmt in self.knobs.reject_formats:
+            return 400, _error_body(f"response_format of type {fmt!r} is not supported",
+                                    "invalid_request_error", None)
+        served = self.knobs.models
+        if served and body.get("model") not in served:
+            return 404, _error_body(f"The model `{body.get('model')}` does not exist.",
+                                    "invalid_request_error", "model_not_found")
+        try:
+            prompt = parse_prompt(body)
+        except BadRequest as exc:
+            return 400, _error_body(str(exc), "invalid_request_error", None)
+        outcome, _, knobs = self._draw(prompt.kind == "listwise")
+        if outcome == "mismatch" and knobs.obey_schema_count and (
+            pinned_count(body) == len(prompt.chunks)
+        ):
+            outcome = "ok"
+        if outcome in _STATUS_OUTCOMES:
+            message, type_, code = _STATUS_OUTCOMES[outcome]
+            return int(outcome), _error_body(message, type_, code)
+        if outcome == "quota":
+            return 429, _error_body(QUOTA_SPENT, "insufficient_quota", "insufficient_quota")
+        if outcome in ("429", "500", "503", "hang"):
+            status = 500 if outcome == "hang" else int(outcome)
+            return status, _error_body(f"HTTP {status} (test judge).", "server_error", None)
+        return 200, self._completion(body, prompt, outcome, knobs, batch=True)
+
     def _verdict(self, question: str | None, chunk: str, default: Label) -> tuple[int, float]:
         labels = self.labels
         if question is not None and (question, chunk) in labels:
@@ -1263,7 +1403,8 @@ class JudgeServer:
         return segs
 
     def _completion(
-        self, body: dict[str, Any], prompt: Prompt, outcome: str, knobs: Knobs, echo: str = ""
+        self, body: dict[str, Any], prompt: Prompt, outcome: str, knobs: Knobs, echo: str = "",
+        batch: bool = False,
     ) -> dict[str, Any]:
         fmt = body.get("response_format") or {}
         json_mode = isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object")
@@ -1285,15 +1426,17 @@ class JudgeServer:
         segments, finish = _cut(_merge(segments), body.get("max_tokens"))
         content = "".join(text for text, _ in segments)
 
-        key = hashlib.sha256(prompt.prefix.encode("utf-8", "surrogatepass")).hexdigest()
         with self._lock:
-            seen = key in self._prefixes
-            self._prefixes.add(key)
             self._ids += 1
             ident = self._ids
-        cached = math.ceil(prompt.prefix_len / 4) // 64 * 64 if seen else 0
-        prompt_tokens = math.ceil(prompt.prompt_chars / 4)
-        completion_tokens = math.ceil(len(content) / 4)
+        prompt_tokens = tokens(prompt.prompt_chars)
+        cached = self._prompts.cached(prompt.serial, prompt_tokens, knobs.cache_min_tokens,
+                                      knobs.cache_step)
+        completion_tokens = tokens(len(content))
+        prices = Prices(knobs.price_input, knobs.price_cached_input, knobs.price_output,
+                        knobs.batch_price)
+        self.stats.bill(prompt_tokens, cached, completion_tokens,
+                        prices.usd(prompt_tokens, cached, completion_tokens, batch), batch)
 
         logprobs = None
         if body.get("logprobs"):
@@ -1359,6 +1502,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--malformed", type=float, default=0.0)
     ap.add_argument("--count-mismatch", type=float, default=0.0)
     ap.add_argument("--script", default="", help="comma-separated outcomes, e.g. 429,ok,hang")
+    ap.add_argument("--cache-min-tokens", type=int, default=1024)
+    ap.add_argument("--cache-step", type=int, default=128)
+    ap.add_argument("--batch-seconds", type=float, default=0.0,
+                    help="seconds from a batch's creation to its completion")
+    ap.add_argument("--no-batch-api", action="store_true", help="404 on /files and /batches")
     return ap.parse_args(argv)
 
 
@@ -1394,6 +1542,10 @@ def main(argv: list[str] | None = None) -> int:
         malformed=args.malformed,
         count_mismatch=args.count_mismatch,
         script=[s.strip() for s in args.script.split(",") if s.strip()],
+        cache_min_tokens=args.cache_min_tokens,
+        cache_step=args.cache_step,
+        batch_seconds=args.batch_seconds,
+        batch_api=not args.no_batch_api,
     )
     done = threading.Event()
 

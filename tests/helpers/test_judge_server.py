@@ -193,28 +193,126 @@ def test_logprobs_concatenate_and_give_log_p() -> None:
         asyncio.run(go(server))
 
 
-def test_usage_and_cached_tokens_on_repeated_prefix() -> None:
-    async def go(server: JudgeServer) -> list[Any]:
+def test_usage_counts_four_characters_a_token() -> None:
+    async def go(server: JudgeServer) -> Any:
         async with client(server) as c:
-            first = await ask(c, pointwise("q", "c1"), response_format=SCHEMA)
-            second = await ask(c, pointwise("q", "c2"), response_format=SCHEMA)  # same prefix
-            other = await ask(c, pointwise("q2", "c1"), response_format=SCHEMA)  # new prefix
-            return [first, second, other]
+            return await ask(c, pointwise("q", "c1"), response_format=SCHEMA)
 
-    with JudgeServer({"c1": 1, "c2": 0}) as server:
-        first, second, other = asyncio.run(go(server))
-    msgs = pointwise("q", "c1")
-    chars = sum(len(m["content"]) for m in msgs)
+    with JudgeServer({"c1": 1}) as server:
+        first = asyncio.run(go(server))
+    chars = sum(len(m["content"]) for m in pointwise("q", "c1"))
     assert first.usage.prompt_tokens == math.ceil(chars / 4)
     content = first.choices[0].message.content
     assert first.usage.completion_tokens == math.ceil(len(content) / 4)
     assert first.usage.total_tokens == first.usage.prompt_tokens + first.usage.completion_tokens
     assert first.usage.prompt_tokens_details.cached_tokens == 0
-    prefix_chars = chars - len(msgs[-1]["content"]) + msgs[-1]["content"].index("<context")
-    expected = math.ceil(prefix_chars / 4) // 64 * 64
-    assert expected >= 64
-    assert second.usage.prompt_tokens_details.cached_tokens == expected
-    assert other.usage.prompt_tokens_details.cached_tokens == 0
+
+
+def chat(system: str, user: str) -> list[dict]:
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def cached_of(server: JudgeServer, *prompts: list[dict]) -> list[int]:
+    """The cached tokens the server reports for each prompt, asked in turn."""
+    async def go() -> list[int]:
+        async with client(server) as c:
+            return [(await ask(c, m)).usage.prompt_tokens_details.cached_tokens for m in prompts]
+    return asyncio.run(go())
+
+
+A6000 = "a" * 6000
+
+
+def test_cached_tokens_are_the_shared_prefix_from_1024_tokens_in_steps_of_128() -> None:
+    # serialized "system\x1f" + 6000 a + "\x1e" + "user\x1f" + "<context>\n" then the chunks
+    # differ: 7 + 6000 + 1 + 5 + 10 = 6023 shared characters = 1505 whole tokens -> 1408
+    shared = len("system\x1f") + 6000 + 1 + len("user\x1f") + len("<context>\n")
+    assert shared // 4 // 128 * 128 == 1408
+    with JudgeServer() as server:
+        assert cached_of(server, chat(A6000, "<context>\nc1\n</context>"),
+                         chat(A6000, "<context>\nc2\n</context>"),
+                         chat(A6000, "<context>\nc1\n</context>")) == [0, 1408, 1408]
+        # 4000 shared characters: 1000 tokens, under 1,024: none cached
+        assert cached_of(server, chat("b" * 3990 + "1", "<context>\nx\n</context>"),
+                         chat("b" * 3990 + "2", "<context>\nx\n</context>")) == [0, 0]
+        # roles count: the same text from another role shares only up to the role
+        assert cached_of(server, [{"role": "user",
+                                   "content": A6000 + "<context>\nq\n</context>"}]) == [0]
+
+
+def test_cached_tokens_come_from_any_earlier_prompt_not_only_the_last() -> None:
+    x, y = "x" * 6000, "y" * 6000
+
+    def user(n: int) -> str:
+        return f"{n}<context>\nc\n</context>"
+
+    with JudgeServer() as server:
+        assert cached_of(server, chat(x, user(1)), chat(y, user(2)), chat("z", user(3)),
+                         chat(x, user(4))) == [0, 0, 0, (len("system\x1f") + 6000 + 1 +
+                                                         len("user\x1f")) // 4 // 128 * 128]
+        server.clear_prefix_cache()
+        assert cached_of(server, chat(x, user(5))) == [0]
+
+
+def test_cache_knobs_change_threshold_and_step() -> None:
+    with JudgeServer(cache_min_tokens=0, cache_step=1) as server:
+        first, second = cached_of(server, chat("s" * 400, "u1<context>\nc\n</context>"),
+                                  chat("s" * 400, "u2<context>\nc\n</context>"))
+    assert (first, second) == (0, (len("system\x1f") + 400 + 1 + len("user\x1fu")) // 4)
+
+
+def test_prefix_cache_matches_a_brute_force_over_every_earlier_prompt() -> None:
+    import os
+    import random
+
+    from helpers.billing import PrefixCache
+
+    rng = random.Random(7)
+    stems = ["".join(rng.choice("ab") for _ in range(rng.randrange(4000, 9000)))
+             for _ in range(6)]
+    cache, seen, cached = PrefixCache(), [], 0
+    for _ in range(90):
+        text = rng.choice(stems)[: rng.randrange(3000, 9000)] + rng.choice("abc") * 3
+        tokens = math.ceil(len(text) / 4)
+        shared = max((len(os.path.commonprefix([text, s])) for s in seen), default=0)
+        expected = min(shared // 4, tokens)
+        expected = expected // 128 * 128 if expected >= 1024 else 0
+        assert cache.cached(text, tokens) == expected
+        seen.append(text)
+        cached += expected > 0
+    assert cached > 30  # most prompts share a cached prefix with an earlier one
+
+
+def test_the_bill_at_the_knobs_prices() -> None:
+    async def go(server: JudgeServer) -> list[Any]:
+        async with client(server) as c:
+            return [await ask(c, chat(A6000, f"<context>\nc{i}\n</context>"))
+                    for i in range(3)]
+
+    with JudgeServer(price_input=2.0, price_cached_input=0.5, price_output=8.0) as server:
+        replies = asyncio.run(go(server))
+        stats = server.stats
+    prompt = sum(r.usage.prompt_tokens for r in replies)
+    cached = sum(r.usage.prompt_tokens_details.cached_tokens for r in replies)
+    done = sum(r.usage.completion_tokens for r in replies)
+    assert cached == 2 * 1408
+    assert (stats.billed_requests, stats.billed_prompt_tokens, stats.billed_cached_tokens,
+            stats.billed_completion_tokens) == (3, prompt, cached, done)
+    assert stats.billed_usd == pytest.approx(
+        ((prompt - cached) * 2.0 + cached * 0.5 + done * 8.0) / 1e6)
+    assert stats.batch_billed_requests == 0 and stats.batch_billed_usd == 0
+
+
+def test_what_is_not_answered_is_not_billed() -> None:
+    with JudgeServer({"c": 1}, script=["429", "500", "ok"], retry_after="0") as server:
+        async def go() -> None:
+            async with client(server) as c:
+                for _ in range(2):
+                    with pytest.raises(openai.APIStatusError):
+                        await ask(c, pointwise("q", "c"))
+                await ask(c, pointwise("q", "c"))
+        asyncio.run(go())
+        assert server.stats.requests == 3 and server.stats.billed_requests == 1
 
 
 def test_wrong_api_key_is_401() -> None:

@@ -62,4 +62,5 @@ def test_every_bounded_number_declares_its_range() -> None:
                      for x in typing.get_args(a))}
     assert ranged == {"temperature", "top_p", "max_tokens", "timeout", "max_retries",
                       "max_concurrency", "parse_retries", "top_logprobs", "preflight_timeout",
-                      "samples", "max_wait", "max_timeouts_in_a_row"}
+                      "samples", "max_wait", "max_timeouts_in_a_row", "batch_poll",
+                      "batch_max_requests", "batch_max_bytes"}

@@ -9,6 +9,7 @@ for the same key at the same moment may both pay (once each, then it is stored).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 from harness.core.errors import ConfigError, JudgeParseError
 from harness.core.types import Completion, JudgeStats
+from harness.judges.cache.batches import BatchLines, SqliteLines
 from harness.judges.cache.postgres import PgVerdictCache, check_url
 from harness.judges.cache.schema import shown
 from harness.judges.cache.sqlite import VerdictCache, cache_key, default_path
@@ -25,9 +27,14 @@ T = TypeVar("T")
 
 
 class ReplyStore(Protocol):
-    """Where replies are kept (``location`` is shown, without credentials)."""
+    """Where replies are kept (``location`` is shown, without credentials), and the Batch
+    API's batches of the requests being paid for (``lines``, ``judge.batch``)."""
 
     location: str
+
+    @property
+    def lines(self) -> BatchLines:
+        """The Batch API's lines of this cache."""
 
     def turn(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """Held from ``claim`` to ``put`` or ``release``: limits the keys held at once."""
@@ -57,6 +64,7 @@ class SqliteStore:
     def __init__(self, cache: VerdictCache) -> None:
         self.cache = cache
         self.location = str(cache.path)
+        self.lines = SqliteLines(cache)
 
     def turn(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """No limit (no claims)."""
@@ -121,6 +129,38 @@ async def open_store(
         await store.open()
         return store
     return SqliteStore(VerdictCache(sqlite_path(cache_path)))
+
+
+class Opener:
+    """The cache of a judge, opened on first use, once (concurrent first users share the
+    opening); the arguments are ``open_store``'s."""
+
+    def __init__(self, cache_path: str | None, cache_url: str | None, *, lease_s: float,
+                 max_claims: int) -> None:
+        self.args = (cache_path, cache_url)
+        self.lease_s, self.max_claims = lease_s, max_claims
+        self.store: ReplyStore | None = None
+        self._opening: asyncio.Future[ReplyStore] | None = None
+
+    async def get(self) -> ReplyStore:
+        """The open store."""
+        if self.store is None:
+            if self._opening is None:
+                self._opening = asyncio.ensure_future(open_store(
+                    *self.args, lease_s=self.lease_s, max_claims=self.max_claims))
+            opening = self._opening
+            try:
+                self.store = await asyncio.shield(opening)
+            finally:
+                if opening is self._opening and opening.done():
+                    self._opening = None
+        return self.store
+
+    async def aclose(self) -> None:
+        """Close the store (when open)."""
+        if self.store is not None:
+            store, self.store = self.store, None
+            await store.aclose()
 
 
 def request_key(

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from harness.core.redact import register
+from harness.judges.cache.batches import PgLines
 from harness.judges.cache.schema import (
     RELEASE,
     RENEW,
@@ -91,6 +92,8 @@ class PgVerdictCache:
         self._beat: asyncio.Task[None] | None = None
         self._broken = False
         self._psycopg: Any = None
+        self.lines = PgLines(self._conn, lambda: self._broken, self._fail,
+                             lambda: (self._psycopg.Error, Stalled))
 
     async def open(self) -> None:
         """Connect, create the tables on first use and check them; ``ConfigError`` (one

@@ -26,7 +26,7 @@ from harness.judges.checks import header_safe, split_base_url
 from harness.judges.replies import failures
 from harness.judges.replies.read import cached_tokens, read_completion, tokens
 from harness.judges.replies.schemas import schema
-from harness.judges.transport import sending
+from harness.judges.transport import costs, sending
 from harness.judges.transport.budget import Budget
 from harness.judges.transport.pacing import MAX_RETRY_AFTER, Pacer
 from harness.judges.transport.silence import Silence
@@ -237,8 +237,14 @@ class ChatTransport:
         """
         client = self._ensure_client()
         raw = await sending.post(self, client, self.pacer, messages, kind, logprobs, draw, items)
+        return self.take(raw, logprobs)
+
+    def take(self, raw: bytes, logprobs: bool, batch: bool = False) -> Completion:
+        """The completion in a 200 reply's body ``raw``, its tokens and cost counted
+        (``batch``: a line answered through the Batch API, at its price); raises
+        ``JudgeParseError`` when it holds none."""
         completion = read_completion(raw, logprobs)
-        self._count_reply(completion)
+        self._count_reply(completion, batch)
         clean = redact(completion.content)
         if clean != completion.content:  # a reply quoting a secret: keep it out of rows
             completion = dataclasses.replace(completion, content=clean, logprobs=None)
@@ -254,37 +260,32 @@ class ChatTransport:
             self.stats.output_mode_fallbacks += 1
         return True
 
-    def _count_reply(self, completion: Completion) -> None:
+    def _count_reply(self, completion: Completion, batch: bool = False) -> None:
         """Count a reply's tokens and cost, and note the model it says answered."""
         identity.seen_reply(self.identity, completion.model, self.model, self.endpoint.where)
         usage = completion.usage
         prompt = tokens(usage.get("prompt_tokens"))
         done = tokens(usage.get("completion_tokens"))
         cached = min(cached_tokens(usage), prompt)
-        self.stats.prompt_tokens += prompt
-        self.stats.completion_tokens += done
-        self.stats.cached_prompt_tokens += cached
-        if self.budget.pacer is not None:  # a token quota counts max_tokens, as OpenAI's does
+        costs.count(self.stats, prompt, cached, done, batch)
+        if not batch and self.budget.pacer is not None:  # a token quota counts max_tokens
             self.budget.pacer.note_tokens(prompt + max(done, self.max_tokens or 0))
-        self.charge(prompt, cached, done)
+        self.charge(prompt, cached, done, batch=batch)
 
     def unpriced(self) -> str | None:
         """Why this run's cost cannot be estimated (``None``: it can)."""
         return identity.unpriced(self.model, self.prices, self._url, self.identity)
 
-    def charge(self, prompt: int, cached: int, completion: int, *, saved: bool = False) -> None:
-        """Add the tokens' estimated USD to ``cost_usd`` (``saved_cost_usd`` when ``saved``);
-        both become ``None`` (unknown) when the run cannot be priced."""
+    def charge(self, prompt: int, cached: int, completion: int, *, saved: bool = False,
+               batch: bool = False) -> None:
+        """Add the tokens' estimated USD (``batch``: at the Batch API's price) to
+        ``cost_usd`` (``saved_cost_usd`` when ``saved``); both become ``None`` (unknown)
+        when the run cannot be priced."""
         stats = self.stats
         if self.unpriced() is not None:
             stats.cost_usd = stats.saved_cost_usd = None
             return
-        price = self.prices[self.model]
-        usd = (
-            (prompt - cached) * price.get("input", 0.0)
-            + cached * price.get("cached_input", price.get("input", 0.0))
-            + completion * price.get("output", 0.0)
-        ) / 1e6
+        usd = costs.usd(self.prices[self.model], prompt, cached, completion, batch)
         if saved and stats.saved_cost_usd is not None:
             stats.saved_cost_usd += usd
         elif not saved and stats.cost_usd is not None:
