@@ -222,9 +222,13 @@ class Judge(Protocol):
     samples: int
     vote: str
     stats: JudgeStats
-    #: Samples its metric scores at once when ``run.batch_size`` is null (``None``: the
-    #: run's default): a judge that sends through a Batch API takes a batch's worth.
-    batch_samples: int | None
+
+    @property
+    def batch_samples(self) -> int | None:
+        """Optional (``None``): samples its metric scores at once when ``run.batch_size`` is
+        null (``None``: the run's default): a judge that sends through a Batch API takes a
+        batch's worth."""
+        ...
 
     @property
     def top_logprobs(self) -> int:
@@ -390,6 +394,7 @@ DATASET = _role(Dataset, "dataset", "harness.core.protocols.Dataset", {
 #: What a judge must have (an internal seam).
 JUDGE = _role(Judge, "judge", "harness.core.protocols.Judge", {
     "top_logprobs": lambda part: 0,
+    "batch_samples": lambda part: None,
     "go_dry": lambda part: None,
     "share_pacing": lambda part: lambda other: False,
 })

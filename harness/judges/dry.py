@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.core.protocols import Kind
 from harness.core.types import Completion
+from harness.judges.batch.batcher import Batcher
 from harness.judges.cache import lookup
 from harness.judges.expect import Counts, History, filler, synthetic
 from harness.judges.replies.read import tokens
@@ -128,16 +129,34 @@ class GoesDry:
     cache_path: str | None
     cache_url: str | None
     cache_enabled: bool
-    _cache: lookup.ReplyStore | None
+    _cache: lookup.Opener
+    batcher: Batcher | None
 
     def go_dry(self) -> DryRun:
         """From now on build and count every request, sending none: no preflight, the
-        verdict cache only read; returns what it counts."""
+        verdict cache only read, no Batch API (a batch's price comes from the same
+        requests); returns what it counts."""
         run = DryRun(self.transport.model, self.cache_path, self.cache_url,
                      self.cache_enabled)
         run.transport = self.transport = DryTransport(self.transport, run)
-        self._cache = run.store = DryStore(run) if self.cache_enabled else None
+        run.store = DryStore(run) if self.cache_enabled else None
+        if run.store is not None:
+            self._cache = Opened(run.store)
+        self.batcher = None
         return run
+
+
+class Opened(lookup.Opener):
+    """A store already open (a dry run's): the judge's ``Opener`` for it."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    async def get(self) -> Any:
+        return self.store
+
+    async def aclose(self) -> None:
+        """The dry store closes with its run."""
 
 
 @dataclass

@@ -92,6 +92,8 @@ class JudgedMetric(BaseMetric):
             )
         self.name, self.judge, self.prompt, self.eps, self.soft = name, judge, prompt, eps, soft
         self.human_score = partial(average_precision, eps=float(eps))
+        #: a judge that sends through a Batch API scores a batch's worth at once
+        self.batch_size = judge.batch_samples
         #: scored by this class's own loop, so it can share one with the run's other variants
         self.joins_loop = type(self).score_batch is JudgedMetric.score_batch
         self._loop = LoopThread()
@@ -151,12 +153,6 @@ class JudgedMetric(BaseMetric):
     ) -> list[SampleResult]:
         """Score samples concurrently, calling ``on_done(index, result)`` as each finishes."""
         return self._loop.run(self._score_all(samples, on_done))
-
-    @property
-    def batch_size(self) -> int | None:
-        """Samples a batch when ``run.batch_size`` is null: the judge's ``batch_samples``
-        (a judge that sends through a Batch API takes a batch's worth), else the default."""
-        return self.judge.batch_samples
 
     @property
     def loop(self) -> LoopThread:

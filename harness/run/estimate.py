@@ -18,13 +18,11 @@ from typing import Any
 from harness.core.boundary import guarded
 from harness.core.protocols import Parts
 from harness.core.settings import Job
+from harness.judges.checks import BATCH_DISCOUNT
 from harness.run.plan import plan
 
 #: The file a dry run writes in the run's folder (a sweep's folder gets the jobs' total).
 ESTIMATE = "estimate.json"
-#: What a batch costs against realtime when the judge's prices do not say (OpenAI's and
-#: Anthropic's batch APIs: half price).
-BATCH_DISCOUNT = 0.5
 #: Seconds a request is assumed to take when the verdict cache has no run to measure.
 ASSUMED_LATENCY_S = 2.0
 #: Counts that add up over variants and over a sweep's jobs.
@@ -96,10 +94,10 @@ def priced(report: dict[str, Any]) -> dict[str, Any]:
         out["cost_usd"] = None
     else:
         realtime = cost(report["prompt_tokens"], report["completion_tokens"], prices)
-        discount = prices.get("batch_discount", BATCH_DISCOUNT)
+        factor = prices.get("batch", BATCH_DISCOUNT)  # the batch price, a share of realtime
         out["cost_usd"] = {"realtime": round(realtime, 6),
-                           "batch": round(realtime * (1 - discount), 6)}
-        out["batch_discount"] = discount
+                           "batch": round(realtime * factor, 6)}
+        out["batch_factor"] = factor
         out["prices"] = prices
     out.update(expected_time(report))
     return out

@@ -103,14 +103,14 @@ def test_cost_at_realtime_and_batch_prices() -> None:
     out = priced(report(10, 1_000_000, 100_000, prices=prices))
     assert out["cost_usd"] == {"realtime": pytest.approx(0.15 + 0.06),
                                "batch": pytest.approx(0.105)}
-    assert out["batch_discount"] == 0.5
+    assert out["batch_factor"] == 0.5
 
 
-def test_a_batch_discount_in_the_prices_is_used() -> None:
-    prices = {"input": 2.0, "output": 8.0, "batch_discount": 0.25}
+def test_a_batch_factor_in_the_prices_is_used() -> None:
+    prices = {"input": 2.0, "output": 8.0, "batch": 0.25}
     out = priced(report(1, 500_000, 250_000, prices=prices))
     assert out["cost_usd"]["realtime"] == pytest.approx(1.0 + 2.0)
-    assert out["cost_usd"]["batch"] == pytest.approx(3.0 * 0.75)
+    assert out["cost_usd"]["batch"] == pytest.approx(3.0 * 0.25)
 
 
 def test_a_local_endpoint_is_priced_in_tokens_only() -> None:
