@@ -345,8 +345,11 @@ def test_cost_unknown_on_the_console_and_null_in_the_summary(tmp_path: Path) -> 
     judge_ = result.summary()["judge"]
     assert judge_["cost_usd"] is None and judge_["cost_unknown"] == "local endpoint"
     assert judge_["served_model"] == "test-judge" and "model_path" not in judge_
-    [line] = [ln for ln in result.stdout.splitlines() if ln.strip().startswith("judge ")]
+    [line] = [ln for ln in result.stdout.splitlines() if ln.strip().startswith("judge ")
+              and not ln.strip().startswith("judge bill")]
     assert line.endswith("completion tokens, cost unknown (local endpoint)")
+    [bill] = [ln for ln in result.stdout.splitlines() if ln.strip().startswith("judge bill")]
+    assert "USD" not in bill and "$" not in bill  # a local endpoint: tokens, no dollars
     assert warnings(result.stderr) == []
     rate = result.summary()["samples_per_s"]
     assert rate > 0 and rate == significant(rate)
