@@ -30,7 +30,9 @@ keys:
   alpha=0.05         the gate's significance level (sign-flip test; the PPI++ test when
                      both runs have human labels on the same samples)
   min_delta=0        the loss the gate tolerates (in units of the metric)
-  metric=mean        the MLflow metric to rank by; per query: `score` for mean, else the
+  metric=headline    the MLflow metric to rank by; headline: the runs' headline, ppi_mean
+                     (the PPI++ mean, its PPI++ interval) when every run has human labels,
+                     else mean (the judge alone); per query: `score` for mean, else the
                      samples.jsonl key of that name (ndcg_at_10 also reads ndcg@10)
   tracking_uri=URI   default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db
   sweep=latest       latest: children of the newest sweep; all: every finished run; or a
@@ -51,7 +53,7 @@ keys:
                      10%) is a tie, not a win
 """
 DEFAULTS: dict[str, Any] = {
-    "experiment": None, "metric": "mean", "tracking_uri": None, "sweep": "latest", "top": None,
+    "experiment": None, "metric": "headline", "tracking_uri": None, "sweep": "latest", "top": None,
     "bootstrap": 2000, "confidence": 0.95, "seed": 0, "plots": True, "log": True,
     "baseline": None, "candidate": None, "force": False, "fail_if_worse": False,
     "alpha": 0.05, "min_delta": 0.0, "pareto": None,

@@ -16,6 +16,7 @@ from harness.compare.pairing import (
     check_pair,
     gate,
     identity,
+    judged_metric,
     logged,
     resolve,
     variant_metric,
@@ -25,6 +26,7 @@ from harness.compare.stats import paired_test, rank_rows, top_two
 from harness.compare.store import finished, log_outputs, open_experiment, per_query, select_runs
 from harness.compare.variants import per_variant
 from harness.core.errors import ConfigError, TrackingError, closest
+from harness.core.metric_names import HEADLINE
 from harness.run.outputs.files import json_text
 
 #: Params that never change a score; never shown as "what varied".
@@ -32,7 +34,7 @@ COSMETIC = {"run.progress", "run.quiet", "run.fail_under"}
 
 
 def compare(
-    experiment: str | None = None, metric: str = "mean", *, tracking_uri: str | None = None,
+    experiment: str | None = None, metric: str = HEADLINE, *, tracking_uri: str | None = None,
     sweep: str = "latest", top: int | None = None, bootstrap: int = 2000,
     confidence: float = 0.95, seed: int = 0, plots: bool = True, log: bool = True,
     baseline: str | None = None, candidate: str | None = None, force: bool = False,
@@ -47,6 +49,9 @@ def compare(
             then names are looked up in every experiment).
         metric: The MLflow metric to rank by. Per query: ``score`` for ``mean``, else the
             ``samples.jsonl`` key of that name; rows without a number are left out.
+            ``headline`` (the default): the runs' headline, ``ppi_mean`` when every run
+            has human labels (its interval the PPI++ one, the paired verdict PPI++'s
+            where both runs are labelled on the same samples), else ``mean``.
         tracking_uri: The store; default ``$MLFLOW_TRACKING_URI`` or ``sqlite:///mlflow.db``.
         sweep: ``latest`` (children of the newest parent run), ``all`` (every finished run
             but parents and compare runs) or a parent run id.
@@ -109,6 +114,8 @@ def compare(
         exp_id = exp.experiment_id
     if not runs:
         raise TrackingError(f"no finished runs in experiment {experiment!r} (sweep={sweep})")
+    if metric == HEADLINE:
+        metric = ppi_pair.headline_metric(runs, notes)
     known = set.intersection(*({*logged(r)} for r in runs)) if baseline else {
         k for r in runs for k in logged(r)}
     if metric not in known:
@@ -129,11 +136,16 @@ def compare(
                   [_rank_group(g, values, metric, stats, top) for g in run_groups])
         for g, rg in zip(groups, run_groups, strict=True):
             bill.attach(g["all_rows"], rg)  # each run's judge cost (a column, table.json)
+        for g in groups:  # a PPI++ mean: its rows' intervals are PPI++'s, centred on it
+            ppi_pair.ppi_intervals(g["all_rows"], c, runs, values, metric, out, confidence,
+                                   g["notes"])
         for g in groups:  # human labels in both runs: the PPI++ difference decides
             if g["test"] is not None:
                 ppi_pair.attach(g["test"], c, runs, values, metric, out, confidence, g["notes"])
-        if baseline and metric == "mean":
+        if baseline and judged_metric(metric) == "mean":
             groups[0]["variants"] = per_variant(c, runs, out, stats, groups[0]["notes"])
+        if not baseline:  # what the ranking's metric is (the headline's note)
+            groups[0]["notes"][:0] = notes
         groups[0]["notes"] += front_notes
         result: dict[str, Any] = {
             "experiment": experiment, "metric": metric, "sweep": sweep,
@@ -194,7 +206,9 @@ def _check(confidence: float, bootstrap: int, top: int | None, alpha: float, min
 
 
 def _values(c: Any, run: Any, metric: str, out: Path) -> dict[str, float] | None:
-    """The run's per-query values of ``metric`` (``<variant>/mean``: that variant's scores)."""
+    """The run's per-query values of ``metric`` (``<variant>/mean``: that variant's scores;
+    a PPI++ mean: the judge's scores it corrects)."""
+    metric = judged_metric(metric)
     named = variant_metric(run, metric)
     if named is not None:
         return per_query(c, run.info.run_id, named[1], out, named[0])

@@ -44,13 +44,29 @@ def logged(run: Any) -> dict[str, float]:
     return metrics
 
 
+def is_ppi(metric: str) -> bool:
+    """Whether ``metric`` is a PPI++ mean (``ppi_mean``, ``<variant>/ppi_mean``): a
+    labelled run's headline."""
+    return metric.rpartition("/")[2] == "ppi_mean"
+
+
+def judged_metric(metric: str) -> str:
+    """The metric whose per-sample values (the judge's ``score``) a PPI++ mean corrects:
+    ``mean`` for ``ppi_mean``, ``<variant>/mean`` for ``<variant>/ppi_mean``; any other
+    ``metric`` itself."""
+    if not is_ppi(metric):
+        return metric
+    prefix = metric.rpartition("/")[0]
+    return f"{prefix}/mean" if prefix else "mean"
+
+
 def metric_kind(run: Any, metric: str) -> str:
     """What ``metric`` measures in ``run``: the variant for context precision's numbers
     (the headline, the first listed, for ``mean``; the named one for ``<variant>/mean``),
     ``retrieval`` for retrieval metrics (the same for every variant)."""
     if is_retrieval(metric):
         return "retrieval"
-    named = variant_metric(run, metric)
+    named = variant_metric(run, judged_metric(metric))
     return named[0] if named else variants_of(run)[0]
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from harness.compare import noise
 from harness.core.errors import ConfigError, closest
-from harness.core.objectives import Objective, known, parse, sort_key
+from harness.core.metric_names import headline_of
+from harness.core.objectives import Objective, known, parse, sort_key, with_headline
 from harness.core.text import clip
 
 _OFF = ("none", "null", "false", "off", "no", "0")
@@ -50,10 +51,12 @@ def choose(pareto: str | Sequence[str] | None, metric: str, runs: Sequence[Any],
         ConfigError: A bad spec, fewer than two objectives, or a name no run logged.
     """
     logged = {k for r in runs for k in r.data.metrics}
+    heads = [headline_of(r.data.metrics, r.data.tags) for r in runs]
     if pareto is None:
         spec = asked(parent, runs)
         if spec is None:
             return None
+        spec = with_headline(spec, heads)  # ``headline``: the runs' headline metric
         objectives = parse(spec, "pareto")
         missing = [o.name for o in objectives if o.name not in logged]
         if missing and notes is not None:
@@ -62,7 +65,8 @@ def choose(pareto: str | Sequence[str] | None, metric: str, runs: Sequence[Any],
         return None if missing else objectives
     if isinstance(pareto, str) and pareto.strip().lower() in _OFF:
         return None
-    objectives = parse(pareto, "pareto")
+    parse(pareto, "pareto")  # a bad spec is refused naming pareto
+    objectives = parse(with_headline(pareto, heads), "pareto")
     if len(objectives) < 2:
         raise ConfigError(f"pareto: a front needs two or more objectives, got {pareto!r}; "
                           f"e.g. pareto={metric},-retrieval_p95_ms")

@@ -19,21 +19,81 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from harness.compare.pairing import BOOTSTRAP, PPI, metric_kind, variant_metric
+from harness.compare.pairing import (
+    BOOTSTRAP,
+    PPI,
+    is_ppi,
+    judged_metric,
+    metric_kind,
+    variant_metric,
+)
 from harness.compare.store import per_query
 
 
 def scores_compared(run: Any, metric: str) -> bool:
     """Whether ``metric`` of ``run`` is a variant's mean of per-sample scores (``mean``,
-    ``<variant>/mean``): the number human labels can score too."""
+    ``<variant>/mean``, or a PPI++ mean of them): the number human labels can score too."""
+    metric = judged_metric(metric)
     named = variant_metric(run, metric)
     return metric == "mean" or (named is not None and named[1] == "mean")
+
+
+def headline_metric(runs: Sequence[Any], notes: list[str]) -> str:
+    """What ``metric=headline`` (compare's default) ranks and pairs ``runs`` by: the metric
+    that is every run's headline (``ppi_mean`` when all have human labels, said in a note);
+    ``mean`` when their headlines differ (a note says so)."""
+    from harness.core.metric_names import headline_of
+
+    heads = sorted({headline_of(r.data.metrics, r.data.tags) for r in runs})
+    if len(heads) == 1:
+        if is_ppi(heads[0]):
+            notes.append(f"ranked by {heads[0]}, the runs' headline: the PPI++ mean, human "
+                         "labels correcting the judge, with its PPI++ interval; metric=mean "
+                         "ranks by the judge alone")
+        return heads[0]
+    notes.append(f"the runs' headlines differ ({', '.join(heads)}: not every run has human "
+                 "labels), so mean, the judge alone, ranks them all")
+    return "mean"
+
+
+def ppi_intervals(rows: Sequence[dict[str, Any]], c: Any, runs: Sequence[Any],
+                  values: Mapping[str, Any], metric: str, out: Path, level: float,
+                  notes: list[str]) -> None:
+    """Set each row's ``ci`` to its run's PPI++ interval at ``level`` when ``metric`` is a
+    PPI++ mean (the interval centred on the row's value, never the bootstrap interval of
+    the judge's scores): from the judge's ``score`` and the people's ``human_score`` in its
+    ``samples.jsonl``, as the run computed it; ``ci_method`` says which."""
+    from harness.confidence.ppi import ppi_mean_ci
+
+    if not is_ppi(metric):
+        return
+    by_id = {r.info.run_id: r for r in runs}
+    without = []
+    for row in rows:
+        run = by_id[row["run_id"]]
+        judged, human = values.get(row["run_id"]) or {}, human_values(c, run, metric, out)
+        row["ci"], row["ci_method"] = None, PPI
+        labelled = [i for i in (human or {}) if i in judged]
+        rest = [v for i, v in judged.items() if i not in (human or {})]
+        if human is None or len(labelled) < 2:
+            without.append(row["run_name"])
+        elif len(rest) < 2:  # all labelled (or all but one): the labels' own interval
+            from harness.confidence.ppi import classical_ci
+
+            row["ci"] = classical_ci([human[i] for i in labelled], level)
+        else:
+            row["ci"] = ppi_mean_ci([human[i] for i in labelled],
+                                    [judged[i] for i in labelled], rest, level)[1]
+    if without:
+        notes.append(f"no human_score in samples.jsonl of {', '.join(without)}: no PPI++ "
+                     f"interval for {metric}")
 
 
 def human_values(c: Any, run: Any, metric: str, out: Path) -> dict[str, float] | None:
     """``{id: human_score}`` of the compared variant in ``run``'s ``samples.jsonl`` (the
     row's own for a run of one variant, ``variants.<name>`` for several); ``None``: none."""
-    return per_query(c, run.info.run_id, "human_score", out, metric_kind(run, metric))
+    return per_query(c, run.info.run_id, "human_score", out,
+                     metric_kind(run, judged_metric(metric)))
 
 
 def normal_p(mean: float, ci: Sequence[float], level: float) -> float:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.compare import bill
-from harness.compare.pairing import PPI
+from harness.compare.pairing import PPI, judged_metric
 from harness.compare.ppi_pair import ppi_lines
 
 TOP_K = "retriever.top_k"
@@ -162,7 +162,7 @@ def _plot_wtl(result: dict[str, Any], values: dict[str, Any], path: Path) -> boo
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    per = "score" if result["metric"] == "mean" else result["metric"]
+    per = "score" if judged_metric(result["metric"]) == "mean" else result["metric"]
     vs = f"baseline {ref['run_name']}" if result["pair"] else f"#1 {ref['run_name']}"
     ax.set(xlabel=f"queries (scored by both): per-query {per} better / equal / worse",
            title=f"per-query {per} against {vs}")

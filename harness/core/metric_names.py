@@ -8,7 +8,7 @@ so an objective, a gate and a compared metric accept and refuse the same names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: The run's own numbers (``summary.json``'s headline; ``retrieval_depth`` with ids).
@@ -35,6 +35,14 @@ SIZES = ("index_bytes",)
 OPEN_PREFIXES = ("judge/", "retriever/")
 #: Names of metrics that do not depend on the context-precision variant.
 RETRIEVAL_PREFIXES = (*(f"{m}_at_" for m in CUTOFF_METRICS), "mrr", "retrieval_depth")
+#: The name that stands for a run's headline, the number to report: its PPI++ mean
+#: (``ppi_mean``, or ``<variant>/ppi_mean`` of the first of several) when people labelled
+#: samples (``run.human_labels``), else its ``mean``. Not logged itself: ``run.objective``,
+#: ``run.fail_under``, compare's ``metric`` and the pytest floors accept it and read the
+#: metric it names (``headline_metric``).
+HEADLINE = "headline"
+#: The tag naming the logged metric that is a run's headline (``ppi_mean`` or ``mean``).
+HEADLINE_TAG = "harness.headline"
 
 
 def retrieval_names(ks: Sequence[int]) -> list[str]:
@@ -47,10 +55,11 @@ def logged_names(ks: Sequence[int], variants: Sequence[str] = (), labelled: bool
                  ) -> list[str]:
     """Every metric name a run with cut-offs ``ks`` may log, beside the open families
     (``variants``: those of a run of several, each logging ``<variant>/mean`` and the like;
-    ``labelled``: a run with ``run.human_labels``, which logs ``ppi_mean`` and the like)."""
+    ``labelled``: a run with ``run.human_labels``, which logs ``ppi_mean`` and the like),
+    and last ``headline``, which names one of them (``headline_metric``)."""
     return [*RUN_METRICS, *(f"{v}/{k}" for v in variants for k in VARIANT_METRICS),
             *retrieval_names(ks), *TIMING_METRICS,
-            *(confidence_names(variants) if labelled else ())]
+            *(confidence_names(variants) if labelled else ()), HEADLINE]
 
 
 def confidence_names(variants: Sequence[str] = ()) -> list[str]:
@@ -85,3 +94,28 @@ def is_retrieval(name: str) -> bool:
 def is_measured(name: str) -> bool:
     """Whether ``name`` is a measured time, which drifts from run to run."""
     return name in TIMING_METRICS and name not in SIZES or name == "duration_s"
+
+
+def headline_metric(variants: Sequence[str] = (), labelled: bool = False) -> str:
+    """The logged metric that is a run's headline: ``ppi_mean`` when its (first) variant
+    has a ``confidence`` block (``labelled``), ``<variant>/ppi_mean`` for the first of
+    several (``variants``), else ``mean``."""
+    if not labelled:
+        return "mean"
+    return f"{variants[0]}/ppi_mean" if variants else "ppi_mean"
+
+
+def headline_of(metrics: Mapping[str, float | None], tags: Mapping[str, str]) -> str:
+    """The logged metric that is the headline of a logged run: the one its
+    ``harness.headline`` tag names when it logged it, else (a run logged before the tag)
+    ``ppi_mean`` when logged, else ``mean``."""
+    named = tags.get(HEADLINE_TAG)
+    if named and metrics.get(named) is not None:
+        return named
+    return "ppi_mean" if metrics.get("ppi_mean") is not None else "mean"
+
+
+def with_headline(metrics: Mapping[str, float | None], name: str) -> dict[str, float | None]:
+    """``metrics`` and ``headline``: the value of ``name``, the run's headline metric (what
+    ``run.objective``, ``run.fail_under`` and the floors read by that name)."""
+    return {**metrics, HEADLINE: metrics.get(name)}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from harness.core.errors import ConfigError
+from harness.core.metric_names import HEADLINE
 
 #: The OmegaConf resolver that turns ``run.objective`` into the Optuna sweeper's direction.
 RESOLVER = "harness_directions"
@@ -85,6 +86,21 @@ def parse(value: Spec, where: str = "run.objective") -> list[Objective]:
 def spec(value: Spec) -> str:
     """The objectives as one comma-separated string (``ndcg_at_10,-retrieval_p95_ms``)."""
     return ",".join(str(o) for o in parse(value))
+
+
+def with_headline(value: Spec, headlines: Iterable[str]) -> str:
+    """``value`` with ``headline`` replaced by the metric that is the headline of every run
+    ranked (``headlines``: each run's, e.g. ``ppi_mean`` when all have human labels); by
+    ``mean`` when they differ (runs with and without labels: one quantity ranks them all).
+    A name that the replacement repeats is kept once."""
+    found = set(headlines)
+    concrete = found.pop() if len(found) == 1 else "mean"
+    out: list[Objective] = []
+    for o in parse(value):
+        named = Objective(concrete if o.name == HEADLINE else o.name, o.maximize)
+        if named.name not in {x.name for x in out}:
+            out.append(named)
+    return ",".join(str(o) for o in out)
 
 
 def directions(value: Spec) -> list[str]:

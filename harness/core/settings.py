@@ -36,9 +36,11 @@ class RunSettings:
         progress: Show a progress bar on stderr for work longer than a second.
         quiet: Print nothing but errors (for CI logs).
         objective: The logged metric a job returns to a sweeper and a sweep's parent run
-            ranks children by: ``mean``, or e.g. ``ndcg_at_10`` (maximised); ``-name``
-            minimises (``-retrieval_p95_ms``); a list (``[ndcg_at_10,-retrieval_p95_ms]``)
-            makes a multi-objective study, ranked by the first, with a Pareto front.
+            ranks children by: ``headline`` (the default: the run's headline, its PPI++
+            mean ``ppi_mean`` with ``run.human_labels``, else ``mean``), ``mean``, or e.g.
+            ``ndcg_at_10`` (maximised); ``-name`` minimises (``-retrieval_p95_ms``); a list
+            (``[ndcg_at_10,-retrieval_p95_ms]``) makes a multi-objective study, ranked by
+            the first, with a Pareto front.
         retrieval_ks: Cut-offs of the retrieval metrics logged beside context precision
             (``recall_at_<k>``, ``ndcg_at_<k>``, plus ``mrr``) for samples with reference ids;
             ``[]`` turns them off.
@@ -87,7 +89,7 @@ class RunSettings:
     max_unscored_frac: Annotated[float, Range(ge=0, le=1)] | None = 0.5
     progress: bool = True
     quiet: bool = False
-    objective: str | list[str] = "mean"
+    objective: str | list[str] = "headline"
     retrieval_ks: list[Annotated[int, Range(ge=1)]] = dataclasses.field(
         default_factory=lambda: [5, 10]
     )

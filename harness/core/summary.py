@@ -17,7 +17,14 @@ from typing import Any, Protocol
 
 from harness.core.bill import bill, bill_line, bill_metrics, variant_bill_metrics
 from harness.core.described import retriever_metrics
-from harness.core.metric_names import TIMING_METRICS, VARIANT_METRICS, confidence_metrics
+from harness.core.metric_names import (
+    HEADLINE,
+    HEADLINE_TAG,
+    TIMING_METRICS,
+    VARIANT_METRICS,
+    confidence_metrics,
+    headline_metric,
+)
 
 
 class Summary(Protocol):
@@ -152,8 +159,12 @@ class RunSummary:
             elif f.name == "judge" and value is not None:
                 counters = {**value, **self.judge_stats}
                 out["judge"] = {**counters, "bill": bill(counters)}
+            elif f.name == "variants" and value is not None:
+                out["variants"] = variants_with_headlines(value)
             elif value is not None or f.name in ("mean", "samples_per_s"):
                 out[f.name] = value
+            if f.name == "mean":
+                out[HEADLINE] = self.headline()
         return out
 
     @classmethod
@@ -165,9 +176,20 @@ class RunSummary:
         summary = cls(**{"metric": str(data.get("metric", "?")), **known})
         if "success_rate" in data:
             summary.success_rate = {"value": data["success_rate"]}
-        summary.described = {k: v for k, v in data.items()
-                             if k not in names and k != "success_rate"}
+        summary.described = {k: v for k, v in data.items()  # ``headline`` is derived
+                             if k not in names and k not in ("success_rate", HEADLINE)}
         return summary
+
+    def headline(self) -> dict[str, Any]:
+        """``summary.json``'s ``headline``: the number to report. With human labels, the
+        PPI++ mean of the (first) variant and its interval; else the mean (no interval is
+        recorded for it). ``name`` is the logged metric that holds it."""
+        variants = list(self.variants or {})
+        first = (self.variants or {}).get(variants[0]) if variants else None
+        block = first.get("confidence") if isinstance(first, Mapping) else self.confidence
+        name = headline_metric(variants, labelled=isinstance(block, Mapping))
+        return headline_entry(name, self.mean, block if isinstance(block, Mapping) else None,
+                              self.judge is not None)
 
     def params(self) -> dict[str, str]:
         """The config groups that decide the scores, flattened (a metric's judge and prompt
@@ -185,7 +207,9 @@ class RunSummary:
         """The headline numbers, each variant's (``<variant>/mean``), the confidence block's
         (``ppi_mean``, ``ci_low``, ``ci_high``, ``kappa``), judge traffic,
         retrieval metrics, timing, the retriever's own numbers (``retriever/<name>``) and the
-        retrieval's depth."""
+        retrieval's depth; last ``headline``, the value of the metric the run's headline is
+        (read by ``run.objective``, ``run.fail_under`` and the floors; the record path logs
+        it under its own name only, and tags that name: ``harness.headline``)."""
         metrics: dict[str, float | None] = {
             "mean": self.mean, "n_samples": self.n_samples, "n_scored": self.n_scored,
             "n_unscored": self.n_unscored, "duration_s": self.duration_s,
@@ -201,6 +225,7 @@ class RunSummary:
         metrics.update(retriever_metrics(self.retriever))
         if self.retrieval_cutoffs is not None:
             metrics["retrieval_depth"] = self.retrieval_cutoffs["depth"]
+        metrics[HEADLINE] = self.headline()["value"]
         return metrics
 
     def tags(self) -> dict[str, str]:
@@ -211,6 +236,7 @@ class RunSummary:
             tags["prompt.sha256"] = str(self.prompt["sha256"])
             tags["prompt.version"] = str(self.prompt["version"])
         tags["dataset.sha256"] = str(self.dataset.get("sha256", ""))
+        tags[HEADLINE_TAG] = str(self.headline()["name"])
         tags["mlflow.note.content"] = self.description()
         cut = self.retrieval_cutoffs or {}
         for what in ("dropped", "logged"):
@@ -238,15 +264,15 @@ class RunSummary:
                 judge = f"{judge}` (served: `{served}"
             lines.append(f"Judge `{judge}`, prompt `{prompt}`.")
         mean = self.mean
-        lines.append(
-            f"Mean {_four(mean)} over {self.n_scored} scored of "
-            f"{self.n_samples} samples ({self.n_unscored} unscored)."
-        )
-        if self.confidence:
+        if self.confidence:  # the headline first: the mean corrected by human labels
             block = self.confidence
             lines.append(f"PPI++ mean {_four(block['mean'])} [{_four(block['ci'][0])}, "
                          f"{_four(block['ci'][1])}] at {block['level']:g}, "
                          f"{block['n_labelled']} of {block['n']} samples labelled.")
+        lines.append(
+            f"{'Judge alone: mean' if self.confidence else 'Mean'} {_four(mean)} over "
+            f"{self.n_scored} scored of {self.n_samples} samples ({self.n_unscored} unscored)."
+        )
         if self.variants:
             lines.append("Variants: " + "; ".join(
                 f"`{name}` mean {_four(v.get('mean'))} ({v.get('n_scored')} scored)"
@@ -256,6 +282,47 @@ class RunSummary:
 
 def _four(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
+
+
+#: ``headline.method``: the PPI++ mean (human labels), the judge's mean of a judged variant
+#: taken as right, or the mean of the scored samples of a variant with no judge.
+PPI, JUDGE_ALONE, SAMPLE_MEAN = "ppi++", "judge alone", "sample mean"
+
+
+def headline_entry(name: str, mean: float | None, block: Mapping[str, Any] | None,
+                   judged: bool) -> dict[str, Any]:
+    """A ``headline``: ``name`` (the logged metric), ``value``, ``interval`` (``[lo, hi]``
+    centred on the value, or ``None``), ``level`` and ``method``. With a ``confidence``
+    ``block``, its PPI++ mean and interval; else ``mean``."""
+    if block is not None:
+        return {"name": name, "value": block.get("mean"), "interval": block.get("ci"),
+                "level": block.get("level"), "method": PPI}
+    return {"name": name, "value": mean, "interval": None, "level": None,
+            "method": JUDGE_ALONE if judged else SAMPLE_MEAN}
+
+
+def variants_with_headlines(variants: Mapping[str, Any]) -> dict[str, Any]:
+    """``variants`` with each entry's ``headline`` after its ``mean`` (named
+    ``<variant>/ppi_mean`` with a ``confidence`` block, else ``<variant>/mean``; a judged
+    variant's entry holds its ``judge``)."""
+    out: dict[str, Any] = {}
+    for name, entry in variants.items():
+        if not isinstance(entry, Mapping):
+            out[name] = entry
+            continue
+        block = entry.get("confidence")
+        labelled = isinstance(block, Mapping)
+        own = headline_entry(f"{name}/{'ppi_mean' if labelled else 'mean'}",
+                             entry.get("mean"), block if labelled else None,
+                             entry.get("judge") is not None)
+        rebuilt: dict[str, Any] = {}
+        for key, value in entry.items():
+            if key != HEADLINE:
+                rebuilt[key] = value
+            if key == "mean":
+                rebuilt[HEADLINE] = own
+        out[name] = rebuilt if "mean" in entry else {**rebuilt, HEADLINE: own}
+    return out
 
 
 @dataclass

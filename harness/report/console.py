@@ -10,11 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core.objectives import Objective, pareto_front, parse, rank_key, sort_key
+from harness.core.metric_names import HEADLINE
+from harness.core.objectives import (
+    Objective,
+    pareto_front,
+    parse,
+    rank_key,
+    sort_key,
+    with_headline,
+)
 from harness.core.redact import redact
 from harness.core.secrets import reveal
 from harness.core.settings import Job
-from harness.core.summary import RunSummary
+from harness.core.summary import PPI, RunSummary, variants_with_headlines
 from harness.core.types import TrackedRun
 from harness.report.bill import bill_rows
 from harness.report.confidence_lines import confidence_rows
@@ -34,6 +42,8 @@ class JobResult:
     error: str | None = None
     values: tuple[float | None, ...] = ()
     pareto: bool = False
+    #: The logged metric that is the job's headline (``ppi_mean`` with human labels).
+    headline: str | None = None
 
 
 def objective_value(summary: RunSummary, objective: str) -> float | None:
@@ -62,9 +72,7 @@ def read_jobs(sweep_dir: Path, objective: str) -> list[JobResult]:
     direction; with several, the jobs on their Pareto front are marked."""
     from harness.run.outputs import FAILED
 
-    objectives = parse(objective)
-
-    jobs = []
+    jobs, summaries = [], []
     for overrides_file in sorted(sweep_dir.glob("**/.hydra/overrides.yaml")):
         folder = overrides_file.parent.parent
         overrides = _load_yaml(overrides_file)
@@ -79,10 +87,14 @@ def read_jobs(sweep_dir: Path, objective: str) -> list[JobResult]:
             job.error = error.read_text("utf-8").strip() if error.is_file() else "no summary.json"
         else:
             summary = RunSummary.from_json(data)
-            job.values = tuple(objective_value(summary, o.name) for o in objectives)
-            job.value = job.values[0]
+            job.headline = str(summary.headline()["name"])
+            summaries.append((job, summary))
             job.n_unscored = float(summary.n_unscored)
         jobs.append(job)
+    objectives = parse(ranked_by(jobs, objective))
+    for job, summary in summaries:
+        job.values = tuple(objective_value(summary, o.name) for o in objectives)
+        job.value = job.values[0]
     if len(objectives) > 1:
         for i in pareto_front([j.values for j in jobs], objectives):
             jobs[i].pareto = True
@@ -90,6 +102,23 @@ def read_jobs(sweep_dir: Path, objective: str) -> list[JobResult]:
     jobs.sort(key=lambda j: rank_key(j.value, j.n_unscored, j.num, objectives[0].maximize,
                                      sort_key(j.values[1:] or (None,) * len(rest), rest)))
     return jobs
+
+
+def ranked_by(jobs: Sequence[JobResult], objective: str) -> str:
+    """``objective`` with ``headline`` (``run.objective``'s default) replaced by the metric
+    that is every finished job's headline (``ppi_mean`` when all have human labels; ``mean``
+    when some have none)."""
+    return with_headline(objective, [j.headline for j in jobs if j.headline is not None])
+
+
+def headline_note(jobs: Sequence[JobResult], objective: str) -> list[str]:
+    """The line under a sweep's first when ``objective`` names ``headline`` and the jobs'
+    headlines differ: some have human labels, some not."""
+    heads = sorted({j.headline for j in jobs if j.headline is not None})
+    if len(heads) < 2 or HEADLINE not in {o.name for o in parse(objective)}:
+        return []
+    return [f"              the jobs' headlines differ ({', '.join(heads)}: not every job has "
+            "human labels), so the judge's mean ranks them all"]
 
 
 def _shown(job: JobResult, swept: list[str] | None) -> str:
@@ -107,7 +136,7 @@ def render(jobs: list[JobResult], objective: str, sweep_dir: Path,
     """The ranked table and the best job, as printed at the end of ``python -m harness -m``;
     with several objectives, a column each and the Pareto front marked ``*``; then
     ``tracker_lines``, the sweep tracker's own (``SweepTracker.console_lines``)."""
-    objectives = parse(objective)
+    objectives = parse(ranked_by(jobs, objective))
     first = objectives[0]
     multi = len(objectives) > 1
     scored = [j for j in jobs if j.value is not None and not math.isnan(j.value)]
@@ -115,6 +144,7 @@ def render(jobs: list[JobResult], objective: str, sweep_dir: Path,
     ties = "".join(f"{o.name}, " for o in objectives[1:])
     lines = [f"sweep         {len(jobs)} job(s) in {sweep_dir}, ranked by {first.name} "
              f"({order} first; ties: {ties}fewer unscored, then the earlier job)"]
+    lines += headline_note(jobs, objective)
     if multi:
         lines.append(f"              * on the Pareto front of {_words(objectives)}")
     widths = [max(10, len(o.name)) for o in objectives]
@@ -151,11 +181,31 @@ def _words(objectives: list[Objective]) -> str:
     return ", ".join(f"{o.name} ({'max' if o.maximize else 'min'})" for o in objectives)
 
 
+def ppi_text(summary: RunSummary) -> str | None:
+    """The console's ``mean`` of a run whose headline is a PPI++ mean (human labels): the
+    PPI++ mean, its interval (centred on it) and the judge's own mean beside it, named
+    "judge alone" (``0.6425 [0.4480, 0.8370] (PPI++ at 95%, 20 of 60 labelled; judge
+    alone 0.5207)``); ``None`` for any other run, whose ``mean`` is its mean."""
+    head, mean = summary.headline(), summary.mean
+    value, ci = head["value"], head["interval"]
+    if head["method"] != PPI or not isinstance(value, int | float) or not ci:
+        return None
+    block = summary.confidence or ((next(iter((summary.variants or {}).values()), None)
+                                    or {}).get("confidence") or {})
+    level = head["level"]
+    at = f" at {level:.0%}" if isinstance(level, int | float) else ""
+    labelled = (f", {block['n_labelled']} of {block['n']} labelled"
+                if "n_labelled" in block and "n" in block else "")
+    alone = "n/a" if mean is None else f"{mean:.4f}"
+    return (f"{value:.4f} [{ci[0]:.4f}, {ci[1]:.4f}] (PPI++{at}{labelled}; judge alone "
+            f"{alone})")
+
+
 def job_line(num: int | None, name: str, summary: RunSummary, out_dir: Path,
              tracked: TrackedRun | None = None) -> str:
     """A sweep job's one-line summary (parallel jobs' full summaries would interleave)."""
     mean = summary.mean
-    shown = "n/a" if mean is None else f"{mean:.4f}"
+    shown = ppi_text(summary) or ("n/a" if mean is None else f"{mean:.4f}")
     run = f", mlflow run {tracked.run_id}" if tracked is not None else ""
     each = "".join(f", {n} {_fmt(v.get('mean'))}" for n, v in (summary.variants or {}).items())
     return (f"job {num} {name}: mean {shown}, {summary.n_scored} / "
@@ -180,11 +230,11 @@ def print_summary(summary: RunSummary, job: Job, quiet: bool,
 
 def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
     """The table printed at the end of a run."""
-    mean = summary.mean
     rows = [
         ("metric", summary.metric),
         ("dataset", f"{summary.options.get('dataset', '?')} ({summary.dataset.get('path')})"),
-        ("mean", "n/a (nothing scored)" if mean is None else f"{mean:.4f}"),
+        ("mean", ppi_text(summary) or ("n/a (nothing scored)" if summary.mean is None
+                                        else f"{summary.mean:.4f}")),
         ("scored", f"{summary.n_scored} / {summary.n_samples}"),
     ]
     for reason, count in summary.unscored_reasons.items():
@@ -275,10 +325,16 @@ def data_warnings(dataset: dict[str, Any]) -> list[str]:
 
 
 def variant_rows(variants: dict[str, Any] | None) -> list[tuple[str, str]]:
-    """One row per variant of a run of several: its name, mean and scored/unscored."""
+    """One row per variant of a run of several: its name, mean (its headline: with human
+    labels the PPI++ mean and interval, the judge alone beside it) and scored/unscored."""
     rows = []
-    for name, v in (variants or {}).items():
-        rows.append(("variant", f"{name}: mean {_fmt(v.get('mean'))}, {v.get('n_scored')} scored, "
+    for name, v in variants_with_headlines(variants or {}).items():
+        head = v.get("headline") or {}
+        mean, ci = _fmt(v.get("mean")), head.get("interval")
+        if head.get("method") == PPI and isinstance(head.get("value"), int | float) and ci:
+            mean = (f"{head['value']:.4f} [{ci[0]:.4f}, {ci[1]:.4f}] (PPI++; judge alone "
+                    f"{mean})")
+        rows.append(("variant", f"{name}: mean {mean}, {v.get('n_scored')} scored, "
                                 f"{v.get('n_unscored')} unscored"))
     return rows
 

@@ -1,6 +1,7 @@
 """The first screen of ``report.html`` (what a reader sees at 1,400 × 900 before scrolling):
-the headline mean, emphasised, how many samples it is over and its interval, then the worst
-samples with their per-chunk verdicts; the settings the run logged are folded below it
+the headline, emphasised (with human labels the PPI++ mean, the judge's own mean beside it
+as "judge alone"), how many samples it is over and its interval, then the worst samples
+with their per-chunk verdicts; the settings the run logged are folded below it
 (``settings``), in a ``<details>`` element.
 
 The interval is the PPI++ one of the summary's ``confidence`` block when people labelled
@@ -18,7 +19,7 @@ from statistics import NormalDist
 from typing import Any
 
 from harness.core.redact import redact_tree
-from harness.core.summary import RunSummary
+from harness.core.summary import PPI, RunSummary, variants_with_headlines
 from harness.report.confidence import blocks
 
 #: The worst samples drawn on the first screen.
@@ -51,9 +52,13 @@ def _score(row: Mapping[str, Any]) -> float | None:
 
 
 def interval(summary: RunSummary, rows: list[tuple[int, dict[str, Any]]]) -> dict[str, str]:
-    """The headline's interval: ``text`` (``[lo, hi]``) and ``what`` it is."""
+    """The headline's interval, centred on it: ``text`` (``[lo, hi]``) and ``what`` it is
+    (the PPI++ one of the headline's variant when it has human labels)."""
     level = level_of(summary)
     shown = blocks(summary)
+    first = next(iter(summary.variants or {}), None)
+    if first is not None:  # several variants: only the first's, the headline's
+        shown = [(name, block) for name, block in shown if name == first]
     if shown:
         name, block = shown[0]
         ci, mean = block.get("ci"), block.get("mean")
@@ -83,21 +88,46 @@ def worst(rows: list[tuple[int, dict[str, Any]]], k: int = WORST) -> list[int]:
     return [position + 1 for _, position in sorted(scored)[:k]]
 
 
+def lead(summary: RunSummary) -> dict[str, str | None]:
+    """The large figure and what it is: with human labels the PPI++ mean (the interval
+    beside it is centred on it), the judge's own mean said beside it as "judge alone";
+    else the mean."""
+    head, mean = summary.headline(), summary.mean
+    value = head["value"]
+    if head["method"] == PPI and isinstance(value, int | float):
+        return {"figure": f"{value:.4f}", "method": "PPI++: corrected by human labels",
+                "judge_alone": "n/a" if mean is None else f"{mean:.4f}"}
+    return {"figure": "n/a" if mean is None else f"{mean:.4f}", "method": None,
+            "judge_alone": None}
+
+
+def other(entry: dict[str, Any]) -> str:
+    """Another variant's figure on the first screen: its headline (``1.0000 (PPI++)`` with
+    human labels), else its mean."""
+    head = entry.get("headline") or {}
+    value = head.get("value") if head.get("method") == PPI else entry.get("mean")
+    if not isinstance(value, int | float):
+        return "n/a"
+    return f"{value:.4f}" + (" (PPI++)" if head.get("method") == PPI else "")
+
+
 def headline(summary: RunSummary, rows: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
-    """What the first screen shows: the mean, the counts, the interval, the worst samples."""
-    mean = summary.mean
+    """What the first screen shows: the headline figure (``lead``), the counts, the
+    interval, the worst samples."""
     variants = list((summary.variants or {}).items())
     picked = worst(rows)
     n, kept = summary.n_samples, len(rows)
     of = "" if kept >= n else f" of the {kept:,} samples kept in this report"
+    figure = lead(summary)
     return {
         "metric": variants[0][0] if variants else str(summary.metric),
-        "mean": "n/a" if mean is None else f"{mean:.4f}",
+        "mean": figure["figure"], "method": figure["method"],
+        "judge_alone": figure["judge_alone"],
         "scored": f"{summary.n_scored:,} of {n:,} samples scored",
         "unscored": summary.n_unscored,
         "interval": interval(summary, rows),
-        "others": [(str(name), "n/a" if not isinstance(v.get("mean"), int | float)
-                    else f"{v['mean']:.4f}") for name, v in variants[1:]],
+        "others": [(str(name), other(v)) for name, v in
+                   list(variants_with_headlines(dict(variants)).items())[1:]],
         "success": None if summary.success is None else f"{summary.success:.1%}",
         "worst": " ".join(str(p) for p in picked),
         "worst_title": (f"The {len(picked)} lowest-scoring samples{of}" if picked
@@ -129,13 +159,17 @@ def settings(summary: RunSummary) -> list[tuple[str, str]]:
 #: The first screen (rendered with autoescaping by ``html.render``): the samples in
 #: ``#worst-list`` are drawn by the page's script, as the samples below are.
 TEMPLATE = """<section class="headline" id="headline" aria-label="headline numbers">
-<div class="big"><div class="label">mean {{ h.metric }}</div>
+<div class="big"><div class="label">mean {{ h.metric }}{% if h.method %}
+<span class="method">({{ h.method }})</span>{% endif %}</div>
 <div class="mean" id="headline-mean">{{ h.mean }}</div></div>
 <div class="facts"><div class="interval" id="headline-interval"><strong>{{ h.interval.text
 }}</strong> <span class="muted">{{ h.interval.what }}</span></div>
 <div id="headline-scored"><strong>{{ h.scored }}</strong>{% if h.unscored %}
 <span class="muted">({{ h.unscored }} unscored: see the summary below)</span>{% endif %}
 {% if h.success %} · success rate <strong>{{ h.success }}</strong>{% endif %}</div>
+{% if h.judge_alone %}<div id="headline-judge-alone">judge alone
+<strong>{{ h.judge_alone }}</strong> <span class="muted">(the judge's own mean, its verdicts
+taken as right)</span></div>{% endif %}
 {% if h.others %}<div class="muted">other variants: {% for name, m in h.others %}{{ name }}
 <strong>{{ m }}</strong>{% if not loop.last %} · {% endif %}{% endfor %}</div>{% endif %}
 </div></section>

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.core.summary import RunSummary
+from harness.core.summary import PPI, RunSummary, variants_with_headlines
 from harness.core.text import clip
 from harness.report import bill, confidence, first_screen
 from harness.report.templates import RUN, SCRIPT, STYLE
@@ -137,14 +137,13 @@ def _number(value: Any, digits: int = 4) -> str:
 def facts(summary: RunSummary) -> list[tuple[str, str]]:
     """The summary table: what ran, on what, the numbers; then the settings
     (``first_screen.settings``, which the report folds below the table)."""
-    mean = summary.mean
     dataset, options = summary.dataset, summary.options
     out = [
         ("metric", str(summary.metric)),
         ("dataset", f"{options.get('dataset', '?')} ({dataset.get('path')})"),
-        ("mean", ("n/a (nothing scored)" if mean is None else _number(mean))
-         + (f" ({next(iter(summary.variants))}, the first variant)" if summary.variants
-            else "")),
+        *mean_facts(summary.mean, summary.headline(),
+                    f" ({next(iter(summary.variants))}, the first variant)"
+                    if summary.variants else ""),
         ("scored", f"{summary.n_scored:,} of {summary.n_samples:,}"),
     ]
     for reason, count in summary.unscored_reasons.items():
@@ -168,13 +167,27 @@ def facts(summary: RunSummary) -> list[tuple[str, str]]:
     return out + first_screen.settings(summary)
 
 
+def mean_facts(mean: float | None, head: dict[str, Any], suffix: str = ""
+               ) -> list[tuple[str, str]]:
+    """The ``mean`` rows of a summary table: the headline ``head`` (``summary.json``'s
+    ``headline``, or a variant's). With human labels, the PPI++ mean and its interval, then
+    the judge's own ``mean`` as ``judge alone``; else ``mean`` (``suffix`` after it)."""
+    value, ci, level = head.get("value"), head.get("interval"), head.get("level")
+    alone = "n/a (nothing scored)" if mean is None else _number(mean)
+    if head.get("method") == PPI and isinstance(value, int | float) and ci:
+        pct = f" at {level:.0%}" if isinstance(level, int | float) else ""
+        return [("mean", f"{_number(value)} [{_number(ci[0])}, {_number(ci[1])}] "
+                         f"(PPI++{pct}: corrected by human labels){suffix}"),
+                ("judge alone", f"{alone} (the judge's own mean, its verdicts taken as right)")]
+    return [("mean", alone + suffix)]
+
+
 def variant_sections(summary: RunSummary) -> list[dict[str, Any]]:
     """A section per variant of a run of several: its mean, scored and unscored counts, its
     commonest unscored reasons, and its precision at each rank."""
     out = []
-    for name, v in (summary.variants or {}).items():
-        mean = v.get("mean")
-        rows = [("mean", "n/a (nothing scored)" if mean is None else _number(mean)),
+    for name, v in variants_with_headlines(summary.variants or {}).items():
+        rows = [*mean_facts(v.get("mean"), v.get("headline") or {}),
                 ("scored", f"{v.get('n_scored', 0):,} of {summary.n_samples:,}"),
                 ("unscored", f"{v.get('n_unscored', 0):,}")]
         reasons = list((v.get("unscored_reasons") or {}).items())[:5]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ConfigError
-from harness.core.objectives import parse
+from harness.core.objectives import parse, with_headline
 from harness.core.summary import RunSummary
 from harness.report.first_screen import level_of
 from harness.report.html import render
@@ -106,7 +106,8 @@ def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
     if not jobs:
         raise ConfigError(f"{sweep_dir} holds no job folder with a summary.json (no job of "
                           "the sweep finished, or it is not a sweep's folder)")
-    first = parse(jobs[0].summary.config.get("run", {}).get("objective", "mean"))[0]
+    spec = jobs[0].summary.config.get("run", {}).get("objective", "mean")
+    first = parse(with_headline(spec, [str(j.summary.headline()["name"]) for j in jobs]))[0]
     objective = first.name
     params = varied(jobs)
     order = ranked(jobs, lambda j: j.rank_fields(objective), maximize=first.maximize)
@@ -126,6 +127,7 @@ def write_sweep_report(sweep_dir: Path, out: Path | None = None) -> Path:
         subtitle=(f"{sweep_dir} · ties: fewer unscored samples, then the earlier job · report "
                   f"written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"),
         params=params, objective=objective, jobs=rows,
+        mean_header="mean (judge alone)" if objective.endswith("ppi_mean") else "mean",
         failed=(f"{len(failed)} job(s) failed and are not ranked: "
                 + ", ".join(p.name for p in failed)) if failed else "",
         plots=[p for p in (_plot(jobs, k, objective, first.maximize) for k in params)
@@ -145,11 +147,23 @@ def _plot(jobs: list[SweepJob], key: str, objective: str,
         if y is None or not math.isfinite(y):
             continue
         level = level_of(job.summary)
-        bounds = job_interval(job.folder, objective, y, level)
+        bounds = ppi_bounds(job.summary, objective, y) or job_interval(
+            job.folder, objective, y, level)
         points.append(Point(job.params.get(key, ""), y, *(bounds or (None, None))))
     if not points:
         return None
     return plot(points, key, objective, maximize, level_of(jobs[0].summary))
+
+
+def ppi_bounds(summary: RunSummary, objective: str, value: float
+               ) -> tuple[float, float] | None:
+    """The PPI++ interval of ``value`` when ``objective`` is the job's headline and that
+    is a PPI++ mean (the interval is centred on it); ``None`` otherwise."""
+    head = summary.headline()
+    ci = head["interval"]
+    if head["name"] != objective or not ci or head["value"] != value:
+        return None
+    return float(ci[0]), float(ci[1])
 
 
 def sweep_report(sweep_dir: str) -> Path | None:
@@ -170,7 +184,8 @@ def sweep_report(sweep_dir: str) -> Path | None:
 SWEEP = HEAD + """<h2 id="ranked">Jobs, best first</h2>
 <table class="ranked">
 <thead><tr><th class="num">rank</th><th>job</th>{% for p in params %}<th>{{ p }}</th>{% endfor %}
-<th class="num">{{ objective }}</th>{% if objective != 'mean' %}<th class="num">mean</th>{% endif %}
+<th class="num">{{ objective }}</th>
+{% if objective != 'mean' %}<th class="num">{{ mean_header }}</th>{% endif %}
 <th class="num">scored</th>
 <th class="num">unscored</th><th>report</th></tr></thead>
 <tbody>{% for job in jobs %}<tr>

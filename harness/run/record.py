@@ -13,6 +13,7 @@ from typing import Any
 
 from harness import __version__
 from harness.core.errors import ComponentFailed, HarnessError, JudgeUnavailable
+from harness.core.metric_names import HEADLINE
 from harness.core.protocols import Parts
 from harness.core.redact import redact, redact_tree
 from harness.core.settings import Job
@@ -97,12 +98,18 @@ def finish(
         raise
     record = RunRecord(
         params=redact_tree(summary.params()),
-        metrics={k: float(v) for k, v in summary.metrics().items() if v is not None},
+        metrics=logged_metrics(summary.metrics()),
         tags=redact_tree({**base_tags(job), **summary.tags()}),
         artifacts=[str(p) for p in done.written],
         status=status,
     )
     return parts.tracker.finish(record)
+
+
+def logged_metrics(metrics: Mapping[str, float | None]) -> dict[str, float]:
+    """The metrics a tracker logs: those with a value, but ``headline``, which only names
+    the value of another (the ``harness.headline`` tag says which)."""
+    return {k: float(v) for k, v in metrics.items() if v is not None and k != HEADLINE}
 
 
 def effective_settings(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,9 +45,13 @@ class Check:
 
     def line(self) -> str:
         """One line for the session summary."""
-        values = observed(self.summary)
-        parts = ["{}={} (floor {})".format(name, *_apart(values.get(name), floor))
+        values = floor_values(self.summary)
+        parts = ["{}={} (floor {})".format(shown_name(self.summary, name),
+                                           *_apart(values.get(name), floor))
                  for name, floor in self.floors.items()]
+        lead = headline_part(self.summary)
+        if lead and "headline" not in self.floors:
+            parts.insert(0, lead)
         judge = self.summary.get("judge")
         if isinstance(judge, dict):
             parts.append(f"judge requests={judge.get('requests')} "
@@ -105,7 +109,8 @@ def checked_floors(floors: Any, where: str = "floors") -> dict[str, float]:
 
 def observed(summary: Mapping[str, Any]) -> dict[str, float | None]:
     """The numbers a floor may name: ``mean``, ``success_rate`` (contextual_precision) and
-    the retrieval metrics (``mrr``, ``recall_at_k``, ``ndcg_at_k``, ...)."""
+    the retrieval metrics (``mrr``, ``recall_at_k``, ``ndcg_at_k``, ...); ``floor_values``
+    adds the headline's."""
     values: dict[str, float | None] = {"mean": summary.get("mean")}
     if "success_rate" in summary:
         values["success_rate"] = summary["success_rate"]
@@ -114,12 +119,46 @@ def observed(summary: Mapping[str, Any]) -> dict[str, float | None]:
     return values
 
 
+def floor_values(summary: Mapping[str, Any]) -> dict[str, float | None]:
+    """Every number a floor may name: ``observed``'s, ``headline`` (the run's headline:
+    with human labels its PPI++ mean, else its mean; ``mean`` is then the judge alone)
+    and, with human labels, ``ppi_mean``, ``ci_low`` and ``ci_high``."""
+    head = summary.get("headline")
+    values = observed(summary)
+    values["headline"] = head.get("value") if isinstance(head, Mapping) else values["mean"]
+    block = labelled_block(summary)
+    if block is not None:
+        low, high = block.get("ci") or (None, None)
+        values.update(ppi_mean=block.get("mean"), ci_low=low, ci_high=high)
+    return values
+
+
+def labelled_block(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``confidence`` block of the run's headline (its first variant's), or ``None``
+    (no human labels)."""
+    variants = summary.get("variants")
+    if isinstance(variants, Mapping) and variants:
+        first = next(iter(variants.values()))
+        block = first.get("confidence") if isinstance(first, Mapping) else None
+    else:
+        block = summary.get("confidence")
+    return block if isinstance(block, Mapping) else None
+
+
+def shown_name(summary: Mapping[str, Any], name: str) -> str:
+    """``name`` as a floor's line says it: with human labels ``mean`` is the judge alone and
+    ``headline`` the PPI++ mean, and the line says so."""
+    if labelled_block(summary) is None:
+        return name
+    return {"mean": "mean (judge alone)", "headline": "headline (PPI++ mean)"}.get(name, name)
+
+
 def missed(summary: Mapping[str, Any], floors: Mapping[str, float]) -> list[str]:
     """``name value < floor`` for each floor the run missed; a ``ConfigError`` for a floor
     on a number the run did not compute."""
     from harness.core.errors import ConfigError, closest
 
-    values = observed(summary)
+    values = floor_values(summary)
     dropped = (summary.get("retrieval_cutoffs") or {}).get("dropped") or []
     out = []
     for name, floor in floors.items():
@@ -136,8 +175,22 @@ def missed(summary: Mapping[str, Any], floors: Mapping[str, float]) -> list[str]
         if value is None or not isinstance(value, (int, float)) or math.isnan(value) \
                 or value < floor:  # NaN compares false: it passes no floor
             shown, low = _apart(value, floor)
-            out.append(f"{name} {shown}{' (not a number)' if shown == 'nan' else ''} < {low}")
+            out.append(f"{shown_name(summary, name)} {shown}"
+                       f"{' (not a number)' if shown == 'nan' else ''} < {low}")
     return out
+
+
+def headline_part(summary: Mapping[str, Any]) -> str | None:
+    """The session line's first figure for a run with human labels: its headline, the
+    PPI++ mean and interval (``headline ppi_mean=0.6425 [0.4480, 0.8370]``); ``None``
+    otherwise (the floors' figures lead)."""
+    head = summary.get("headline")
+    if labelled_block(summary) is None or not isinstance(head, Mapping):
+        return None
+    value, ci = head.get("value"), head.get("interval")
+    if not isinstance(value, float) or not ci:
+        return None
+    return f"headline {head.get('name')}={value:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]"
 
 
 def worst_rows(rows: Sequence[Mapping[str, Any]], n: int = WORST) -> list[Mapping[str, Any]]:

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import TrackingError
-from harness.core.objectives import RankFields, Spec, best_job, pareto_front, parse, sort_key
+from harness.core.metric_names import headline_of
+from harness.core.objectives import (
+    RankFields,
+    Spec,
+    best_job,
+    pareto_front,
+    parse,
+    sort_key,
+    with_headline,
+)
 from harness.tracking.mlflow.store import client, ensure_experiment
 
 PARENT_ENV = "HARNESS_MLFLOW_PARENT_RUN_ID"
@@ -87,8 +96,6 @@ def close_parent(uri: str, run_id: str, objective: Spec, failed_jobs: int = 0) -
     children too (``sweep.pareto_runs``, ``sweep.pareto_jobs``); end the parent (FAILED
     when a job failed)."""
     try:
-        objectives = parse(objective)
-        first = objectives[0]
         c = client(uri, write=True)
         parent = c.get_run(run_id)
         children = c.search_runs(
@@ -96,6 +103,10 @@ def close_parent(uri: str, run_id: str, objective: Spec, failed_jobs: int = 0) -
             filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'",
             max_results=10000,
         )
+        # ``headline``: the metric that is every child's headline (ppi_mean when labelled)
+        objectives = parse(with_headline(objective, [
+            headline_of(r.data.metrics, r.data.tags) for r in children]))
+        first = objectives[0]
         tags = {"sweep.jobs": str(len(children)), "sweep.failed_jobs": str(failed_jobs),
                 "sweep.objective": ",".join(map(str, objectives)),
                 "sweep.direction": ",".join(o.direction for o in objectives)}

@@ -219,7 +219,7 @@ def test_unknown_key_exits_2_with_a_did_you_mean(tmp_path):
     with pytest.raises(ConfigError, match="required"):
         parse(["metric=ndcg@10"])
     assert parse(["experiment=e", "top=3", "plots=false", "confidence=0.9"]) == {
-        "experiment": "e", "metric": "mean", "tracking_uri": None, "sweep": "latest", "top": 3,
+        "experiment": "e", "metric": "headline", "tracking_uri": None, "sweep": "latest", "top": 3,
         "bootstrap": 2000, "confidence": 0.9, "seed": 0, "plots": False, "log": True,
         "baseline": None, "candidate": None, "force": False, "fail_if_worse": False,
         "alpha": 0.05, "min_delta": 0.0, "pareto": None}

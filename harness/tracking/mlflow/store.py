@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import TrackingError
+from harness.core.metric_names import headline_of
 from harness.core.redact import redact, redact_uri
 from harness.core.text import clip
 from harness.core.types import RunRecord
@@ -269,7 +270,8 @@ def close_run(uri: str, run_id: str, record: RunRecord) -> None:
     params = [Param(k, v) for k, v in record.params.items() if len(v) <= MAX_PARAM_VAL_LENGTH]
     marks, prefix = view.coverage_marks(record.metrics, record.tags)
     tags = [RunTag(k, v) for k, v in {**record.tags, **marks}.items()]
-    order = view.metric_order(record.metrics, record.params.get("run.objective", ""))
+    headline = headline_of(record.metrics, record.tags)
+    order = view.metric_order(record.metrics, record.params.get("run.objective", ""), headline)
     metrics = [Metric(k, float(record.metrics[k]), now, 0) for k in order]  # key ones first
     step = MAX_PARAMS_TAGS_PER_BATCH
     for i in range(0, max(len(params), len(tags), 1), step):

@@ -4,7 +4,9 @@ The link the console prints opens the experiment's *Evaluation runs* table
 (``#/experiments/ID/evaluation-runs``): it shows every logged metric as a column without a
 saved view, so no "You're viewing a shared view" banner (that banner comes with any link
 that carries ``viewStateShareKey``). Its metric columns follow the order the runs logged
-them in (the first listed run's first), so the harness logs the key metrics first:
+them in (the first listed run's first), so the harness logs the key metrics first: the
+run's headline (``harness.headline``: with human labels its PPI++ mean and interval,
+``ppi_mean``, ``ci_low``, ``ci_high``, which then come before ``mean``, the judge alone),
 ``KEY_METRICS``, then the run's objective, then the rest. Its run-name column is narrow,
 so a run's name starts with what sets it apart from the experiment's latest runs
 (``distinguishing_first``), and a run whose mean covers few of its samples says so first
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from harness.core.metric_names import HEADLINE
 from harness.tracking.names import SEP
 
 #: Logged first, in this order: the answer and how many samples it covers.
@@ -38,11 +41,25 @@ def _objectives(objective: str) -> list[str]:
     return [p.strip().strip("'\" ").lstrip("-") for p in text.split(",") if p.strip()]
 
 
-def metric_order(metrics: Iterable[str], objective: str = "") -> list[str]:
-    """``metrics`` with ``KEY_METRICS`` first, then the objective's metrics, then the rest
-    in their own order."""
+def headline_columns(headline: str) -> tuple[str, ...]:
+    """The columns that show the headline ``headline`` (a logged metric): a PPI++ mean
+    with its interval's bounds beside it (``ppi_mean``, ``ci_low``, ``ci_high``, or the
+    same under ``<variant>/``); ``mean`` alone."""
+    prefix, _, name = headline.rpartition("/")
+    if name != "ppi_mean":
+        return (headline,)
+    lead = f"{prefix}/" if prefix else ""
+    return (headline, f"{lead}ci_low", f"{lead}ci_high")
+
+
+def metric_order(metrics: Iterable[str], objective: str = "", headline: str = "mean"
+                 ) -> list[str]:
+    """``metrics`` with the headline first (``headline_columns``), then ``KEY_METRICS``,
+    then the objective's metrics (``headline`` among them stands for the headline), then
+    the rest in their own order."""
     names = list(dict.fromkeys(metrics))
-    first = [m for m in (*KEY_METRICS, *_objectives(objective)) if m in names]
+    wanted = [headline if m == HEADLINE else m for m in _objectives(objective)]
+    first = [m for m in (*headline_columns(headline), *KEY_METRICS, *wanted) if m in names]
     first = list(dict.fromkeys(first))
     return first + [m for m in names if m not in first]
 
