@@ -1,11 +1,15 @@
-"""Which waiting request an endpoint's pacer lets go first (issue 34, item 4).
+"""Which waiting request an endpoint's pacer lets go first.
 
-Requests that wait for a permit are served *critical path first*: a request after which its
-sample still makes more judge calls, one after the other, goes before one after which it
-makes fewer (contextual precision's verdicts, whose explanation follows, before a pointwise
-variant's verdicts); then the earlier sample (a row is written once every variant has scored
-it); then the earlier request. Two variants judged at once thus finish about when the slower
-alone would: the second call of a chain no longer waits for a whole round of the other's.
+Requests that wait for a permit are served *earlier sample first*: a row is written once
+every variant has scored its sample, in input order, so serving samples in order puts rows
+into ``samples.jsonl.partial`` as they are judged (an interrupted run keeps them), where
+serving one kind of call for the whole batch first would leave no sample finished until
+late in the batch. Within a sample, *critical path first*: a request after which the sample
+still makes more judge calls, one after the other, goes before one after which it makes
+fewer (contextual precision's verdicts, whose explanation follows, before a pointwise
+variant's verdicts); then the earlier request. The second call of a chain thus goes before
+any later sample's calls, and two variants judged at once still finish about when the
+slower alone would (one round trip more per batch, the last sample's second call).
 
 The metric says it (``turn``) around a call, and the pacer reads it when the call asks for a
 permit: a ``contextvars`` variable, which follows the call through the judge, its verdict
@@ -25,8 +29,10 @@ _TURN: contextvars.ContextVar[tuple[int, int]] = contextvars.ContextVar(
 
 
 def current() -> tuple[int, int]:
-    """The order key of the request being made (smaller goes first)."""
-    return _TURN.get()
+    """The order key of the request being made, ``(sample, -calls after it)``: smaller
+    goes first."""
+    after, place = _TURN.get()
+    return place, after
 
 
 @contextlib.contextmanager
