@@ -17,6 +17,7 @@ from harness.core.errors import ConfigError, closest
 from harness.core.metric_names import CONFIDENCE_METRICS, OPEN_PREFIXES, logged_names
 from harness.core.protocols import Parts
 from harness.core.settings import Job, RunSettings
+from harness.run.advice import field_fix
 from harness.run.loop import Scores, Tally
 
 #: What ``run.fail_under`` holds: a floor on the mean, or a floor (ceiling) per metric.
@@ -163,7 +164,8 @@ def broken_limit(tally: Scores, job: Job, parts: Parts, rows: Path,
         return next((why for name, scores in tally.variants.items()
                      if (why := broken_limit(scores, job, parts, rows, name))), None)
     if tally.n_scored == 0 and (frac is None or frac < 1):
-        return nothing_scored(tally, job, variant or parts.metric.name, rows)
+        return nothing_scored(tally, job, variant or parts.metric.name, rows,
+                              parts.dataset.describe().get("format"))
     if frac is not None and tally.n_unscored > frac * tally.n_samples:
         reasons = "; ".join(f"{n} × {r}" for r, n in tally.reasons.most_common(3))
         share = tally.n_unscored / tally.n_samples
@@ -177,8 +179,10 @@ def broken_limit(tally: Scores, job: Job, parts: Parts, rows: Path,
     return None
 
 
-def nothing_scored(tally: Scores, job: Job, metric: str, rows: Path) -> str:
-    """Why a run that scored no sample failed: the commonest reason, the mapping behind it."""
+def nothing_scored(tally: Scores, job: Job, metric: str, rows: Path,
+                   kind: str | None = None) -> str:
+    """Why a run that scored no sample failed: the commonest reason, and the setting that
+    gives a missing field for a dataset of format ``kind`` (``harness.run.advice``)."""
     reason, count = tally.reasons.most_common(1)[0]
     line = (
         f"none of the {tally.n_samples} samples was scored by {metric}: {reason} "
@@ -187,12 +191,13 @@ def nothing_scored(tally: Scores, job: Job, metric: str, rows: Path) -> str:
     missing = reason.partition("missing field")[2].lstrip("s ").split(", ") if (
         reason.startswith("missing field")
     ) else []
-    fields = job.config.get("dataset", {}).get("fields") or {}
+    dataset = job.config.get("dataset") or {}
+    fields = dataset.get("fields") or {}
     mapped = [f"dataset.fields.{k}={v}" for k, v in fields.items() if v and k in missing]
     if mapped:
         line += f"; you mapped {', '.join(mapped)}: no record has that column"
     elif missing:
-        line += f"; map the column that holds it with dataset.fields.{missing[0]}=COLUMN"
+        line += f"; {field_fix(kind, missing[0], bool(dataset.get('corpus')))}"
     return (
         f"{line}; rows with each reason are in {rows} (set run.max_unscored_frac=1 to "
         "accept a run with nothing scored)"
