@@ -8,13 +8,19 @@ and nothing scored (exit 3), ``run.fail_under`` (exit 4).
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.core.errors import ConfigError, closest
-from harness.core.metric_names import CONFIDENCE_METRICS, OPEN_PREFIXES, logged_names
+from harness.core.metric_names import (
+    CONFIDENCE_METRICS,
+    OPEN_PREFIXES,
+    TIMING_METRICS,
+    logged_names,
+)
 from harness.core.protocols import Parts
 from harness.core.settings import Job, RunSettings
 from harness.run.advice import field_fix
@@ -108,6 +114,30 @@ def fail_under(
     return "\n".join([verdict, *(f"  {line}" for line in failed)])
 
 
+def gate_record(threshold: FailUnder, gate: str | None, failure: str | None
+                ) -> dict[str, object] | None:
+    """``summary.json``'s ``gate`` for ``run.fail_under`` (``None`` without one), given why
+    the gate failed (``gate``) and why the run broke a limit (``failure``). A run that broke
+    a limit exits 3 whatever its numbers: its gate is not decided (``decided: false``) and
+    never says ``passed``; else ``passed`` is the gate's own verdict (exit 0 or 4)."""
+    if threshold is None:
+        return None
+    record: dict[str, object] = {"fail_under": threshold,
+                                 "passed": gate is None and failure is None}
+    if failure is not None:
+        record["decided"] = False
+    return record
+
+
+def gate_line(record: Mapping[str, object]) -> str:
+    """The console's verdict on ``gate_record``'s gate, the one the exit code gives: passed
+    (0), FAILED (4), or not decided because the run broke a limit (3)."""
+    head = f"run.fail_under={record['fail_under']}: "
+    if record.get("decided") is False:
+        return head + "not decided: the run broke a limit (exit 3, the error line says which)"
+    return head + ("passed" if record["passed"] else "FAILED")
+
+
 def _missed(values: Mapping[str, float | None], name: str, bound: float) -> str | None:
     """Why ``values`` misses one gate (``name``: a floor; ``-name``: a ceiling), or None."""
     ceiling = name.startswith("-")
@@ -128,6 +158,21 @@ def _missed(values: Mapping[str, float | None], name: str, bound: float) -> str 
 def _why_absent(values: Mapping[str, float | None], metric: str) -> str:
     if metric == "mean":
         return " (nothing was scored)"
+    prefix = next((p for p in OPEN_PREFIXES if metric.startswith(p)), None)
+    if prefix is not None:  # any name passes the check before the run: say what is logged
+        logged = sorted(k for k in values if k.startswith(prefix) and values[k] is not None)
+        if not logged:
+            whose = "no judge was asked" if prefix == "judge/" else "its retriever reports none"
+            return f" (this run logs no {prefix}<name>: {whose})"
+        near = difflib.get_close_matches(metric.removeprefix(prefix),
+                                         [k.removeprefix(prefix) for k in logged], n=1)
+        if near:
+            return f" (did you mean '{prefix}{near[0]}'?)"
+        shown = ", ".join(logged[:6]) + (", ..." if len(logged) > 6 else "")
+        return f" (this run logs {shown})"
+    if metric in TIMING_METRICS and metric.startswith("retrieval_"):
+        return (" (only a retriever that searches is timed; retriever=precomputed passes the "
+                "dataset's lists through)")
     if metric.rpartition("/")[2] == "kappa":
         return " (the judge's kappa is undefined: a rater gave one class only)"
     if metric.rpartition("/")[2] in CONFIDENCE_METRICS:
