@@ -195,3 +195,26 @@ def test_a_sweep_of_secret_lists_runs_one_job_per_value_and_writes_none(
     files = [p for p in sweep.rglob("*") if p.is_file()]
     assert not [p for p in files if b"pa55word" in p.read_bytes() or b"pb66word" in p.read_bytes()]
     assert "pa55word" not in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_secret_shapes_reach_no_mlflow_field_nor_artifact(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    uri = f"sqlite:///{store / 'mlflow.db'}"
+    name = user_package(tmp_path, monkeypatch, "keyed", search=CODE)
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "q1", "user_input": "a", "reference_context_ids": ["d1"]}\n')
+    result = run_cli("retriever=custom", f"retriever._target_={name}.search.Keyed",
+                     f"trusted_targets=[{name}.*]", "metric=id_ranked", "dataset=jsonl",
+                     f"dataset.path={data}", "experiment_name=shapes", *TYPED, cwd=tmp_path,
+                     env={"MLFLOW_TRACKING_URI": uri,
+                          "MLFLOW_ARTIFACTS_DESTINATION": str(store / "art")})
+    assert result.returncode == 0, result.stderr
+    assert "mlflow run" in result.stdout  # it was logged
+    assert leaks(result.out_dir, result.stdout, result.stderr) == []
+    # the run's files were logged as artifacts, a copy beside the run folder's
+    assert len([p for p in tmp_path.rglob("summary.json")]) >= 2
+    found = leaks(tmp_path)  # the run folder, the store and its artifacts
+    assert [x for x in found if f"{name}/got.jsonl" not in x] == []  # (what the code got)
