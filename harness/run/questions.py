@@ -19,7 +19,7 @@ dataset.fields.retrieved_context_ids", which no column would cure.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
@@ -139,21 +139,25 @@ def brings_retrieval(sample: RagSample) -> bool:
     return sample.retrieved_context_ids is not None or sample.retrieved_contexts is not None
 
 
-def check_retrieval(parts: Any, corpus: Corpus | None) -> None:
+def check_retrieval(parts: Any, corpus: Callable[[], Corpus | None]) -> None:
     """A ``ConfigError`` naming ``retriever=`` when the run's retriever searches nothing,
-    the dataset has a corpus, and none of its first ``PEEK`` samples brings a retrieved
-    list: no sample could be scored, and a retriever that searches the corpus is the fix."""
-    if corpus is None or parts.retriever.searches:
+    none of the dataset's first ``PEEK`` samples brings a retrieved list, and the dataset
+    has a corpus (``corpus()``, asked only then): no sample could be scored, and a retriever
+    that searches the corpus is the fix."""
+    if parts.retriever.searches:
         return
     first = list(islice(parts.dataset.samples(parts.settings.limit), PEEK))
     if not first or any(brings_retrieval(s) for s in first):
         return
+    documents = corpus()
+    if documents is None:
+        return  # nothing to search: a run that scores nothing says which column is missing
     kind = parts.retriever.describe().get("kind") or "precomputed"
     read = f"its first {len(first)} samples bring" if len(first) > 1 else "its sample brings"
-    documents = len(corpus.documents)
+    count = len(documents.documents)
     raise ConfigError(
-        f"dataset {parts.dataset.source} has a corpus to search ({documents:,} "
-        f"document{'s' if documents != 1 else ''}) but no retrieved lists ({read} no "
+        f"dataset {parts.dataset.source} has a corpus to search ({count:,} "
+        f"document{'s' if count != 1 else ''}) but no retrieved lists ({read} no "
         f"retrieved_context_ids or retrieved_contexts), and retriever={kind} searches "
         "nothing: choose a retriever that searches the corpus, e.g. retriever=bm25 "
         "(or retriever=dense, hybrid, custom)"

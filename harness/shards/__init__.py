@@ -35,6 +35,7 @@ from harness.run.loop import Scores, Tally
 from harness.run.outputs import OutputError
 from harness.run.outputs.folder import hint, reason
 from harness.run.plan import variant_names
+from harness.run.questions import check_retrieval
 from harness.shards.merge import merge
 from harness.shards.plan import plan
 from harness.shards.worker import ShardResult, ShardWorker
@@ -81,6 +82,7 @@ class ShardedEvaluate(Evaluate):
                 f"run.shards={shards}: the dataset was handed over in memory, which workers "
                 "cannot read; save it to a file (dataset=jsonl) or set run.shards=1"
             )
+        check_retrieval(parts, parts.dataset.corpus)  # a corpus and no retriever: refused
         return (), parts.dataset.estimate_count()
 
     def score(self, parts: Parts, job: Job, batches: Iterable[list[RagSample]], sink: Any,

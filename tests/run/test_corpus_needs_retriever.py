@@ -78,6 +78,14 @@ def test_the_bundled_scifact_subset_alone_names_a_retriever_before_any_work(
     assert not (result.out_dir / "samples.jsonl").exists()
 
 
+def test_a_sharded_run_is_refused_before_its_workers_start(tmp_path: Path) -> None:
+    folder = beir_folder(tmp_path)
+    result = run_cli("dataset=beir", f"dataset.path={folder}", "run.shards=2",
+                     "tracking=none", cwd=tmp_path)
+    refused(result, str(folder), "its first 2 samples bring")  # no "shard 2 of 2: " first
+    assert not (result.out_dir / ".shards").exists()
+
+
 def test_a_beir_folder_without_a_retriever_is_refused(tmp_path: Path) -> None:
     folder = beir_folder(tmp_path)
     result = run_cli("dataset=beir", f"dataset.path={folder}", "tracking=none", cwd=tmp_path)
