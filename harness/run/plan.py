@@ -58,7 +58,8 @@ def prepare_retriever(parts: Parts) -> None:
             f"retriever {type(inner).__name__} searches a corpus, but the dataset "
             f"({kind}) has none; {corpus_fix(kind)}"
         )
-    check_retrieval(parts, lambda: corpus)
+    if corpus is not None:
+        check_retrieval(parts, lambda: corpus)
     parts.retriever.prepare(corpus)
 
 

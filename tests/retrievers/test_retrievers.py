@@ -530,7 +530,7 @@ def test_dense_without_its_extra_is_a_one_line_config_error(monkeypatch):
         lambda name, *a: None if name == "torch" else real(name, *a),
     )
     extra = r"not installed: pip install -e '\.\[dense\]'$"
-    named = r"^retriever=dense \(also retriever=hybrid's dense part, and rerank=dense\) needs "
+    named = r"^retriever=dense \(or hybrid's, or rerank=dense\) needs "
     with pytest.raises(ConfigError, match=named + r".*torch.* " + extra):
         Dense()
 
