@@ -87,7 +87,8 @@ def stopped_line(error: KeyboardInterrupt, out_dir: Path) -> str:
 
     signum = signal_number(error)
     doing = running(error)
-    line = f"interrupted (signal {signum}){f' while {doing} was running' if doing else ''}: "
+    verb = "were" if doing and doing.startswith("the judges ") else "was"
+    line = f"interrupted (signal {signum}){f' while {doing} {verb} running' if doing else ''}: "
     partials = sorted(out_dir.glob("*.jsonl.partial"))
     finished = [p for p in sorted(out_dir.glob("*.jsonl")) if p.name != "harness.jsonl"]
     if partials:
