@@ -87,7 +87,8 @@ def stopped_line(error: KeyboardInterrupt, out_dir: Path) -> str:
 
     signum = signal_number(error)
     doing = running(error)
-    line = f"interrupted (signal {signum}){f' while {doing} was running' if doing else ''}: "
+    verb = "were" if doing and doing.startswith("the judges ") else "was"
+    line = f"interrupted (signal {signum}){f' while {doing} {verb} running' if doing else ''}: "
     partials = sorted(out_dir.glob("*.jsonl.partial"))
     finished = [p for p in sorted(out_dir.glob("*.jsonl")) if p.name != "harness.jsonl"]
     if partials:
@@ -108,7 +109,8 @@ def stopped_line(error: KeyboardInterrupt, out_dir: Path) -> str:
 
 #: ``(file ending, function or "")`` -> how the line names what ran there (innermost wins).
 _ROLES = (("harness/run/timing.py", ""), ("harness/run/loop.py", "evaluate"),
-          ("harness/metrics/judged.py", ""), ("harness/run/loop.py", "write"),
+          ("harness/metrics/judged.py", ""), ("harness/metrics/panel.py", "_judged_together"),
+          ("harness/run/loop.py", "write"),
           ("harness/run/outputs/", ""), ("harness/run/record.py", "finish"),
           ("harness/shards/__init__.py", "score_shards"))
 
@@ -139,6 +141,10 @@ def _role(ending: str, function: str, local: dict[str, object]) -> str | None:
         return str(local["component"]) if "component" in local else None
     if ending == "harness/metrics/judged.py":
         return f"the judge of metric {getattr(owner, 'name', '')}".rstrip()
+    if ending == "harness/metrics/panel.py":
+        names, together = getattr(owner, "names", ()), getattr(owner, "together", ())
+        judged = [names[i] for i in together if i < len(names)]
+        return f"the judges of metrics {', '.join(judged)}" if judged else None
     if ending == "harness/shards/__init__.py":
         return "the sharded scoring"
     return "the writer of the outputs"

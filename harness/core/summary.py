@@ -243,7 +243,8 @@ class RunSummary:
             if cut.get(what):  # cut-offs above the depth: not logged, or logged but flagged
                 tags[f"retrieval.above_depth.{what}"] = ",".join(cut[what])
         if self.gate is not None:
-            tags["gate.fail_under"] = "passed" if self.gate["passed"] else "failed"
+            tags["gate.fail_under"] = "passed" if self.gate["passed"] else (
+                "undecided" if self.gate.get("decided") is False else "failed")
         tags.update(judge_tags(None if self.judge is None else {**self.judge, **self.judge_stats}))
         line = None if self.judge is None else bill_line({**self.judge, **self.judge_stats})
         if line is not None:

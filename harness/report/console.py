@@ -27,6 +27,7 @@ from harness.core.types import TrackedRun
 from harness.report.bill import bill_rows
 from harness.report.confidence_lines import confidence_rows
 from harness.report.first_screen import report_line
+from harness.run.gates import gate_line
 from harness.run.timing import latency_line
 
 
@@ -261,8 +262,7 @@ def render_summary(summary: RunSummary, tracked: TrackedRun | None) -> str:
                                  f"{cut['depth']}: scored as if padded with non-relevant chunks"))
     gate = summary.gate
     if gate:
-        rows.append(("gate", f"run.fail_under={gate['fail_under']}: "
-                             f"{'passed' if gate['passed'] else 'FAILED'}"))
+        rows.append(("gate", gate_line(gate)))
     judge = None if summary.judge is None else {**summary.judge, **summary.judge_stats}
     if judge:
         cost = f", ~${judge['cost_usd']:.4f}" if judge.get("cost_usd") else ""

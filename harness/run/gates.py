@@ -8,15 +8,22 @@ and nothing scored (exit 3), ``run.fail_under`` (exit 4).
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.core.errors import ConfigError, closest
-from harness.core.metric_names import CONFIDENCE_METRICS, OPEN_PREFIXES, logged_names
+from harness.core.metric_names import (
+    CONFIDENCE_METRICS,
+    OPEN_PREFIXES,
+    TIMING_METRICS,
+    logged_names,
+)
 from harness.core.protocols import Parts
 from harness.core.settings import Job, RunSettings
+from harness.run.advice import field_fix
 from harness.run.loop import Scores, Tally
 
 #: What ``run.fail_under`` holds: a floor on the mean, or a floor (ceiling) per metric.
@@ -107,6 +114,30 @@ def fail_under(
     return "\n".join([verdict, *(f"  {line}" for line in failed)])
 
 
+def gate_record(threshold: FailUnder, gate: str | None, failure: str | None
+                ) -> dict[str, object] | None:
+    """``summary.json``'s ``gate`` for ``run.fail_under`` (``None`` without one), given why
+    the gate failed (``gate``) and why the run broke a limit (``failure``). A run that broke
+    a limit exits 3 whatever its numbers: its gate is not decided (``decided: false``) and
+    never says ``passed``; else ``passed`` is the gate's own verdict (exit 0 or 4)."""
+    if threshold is None:
+        return None
+    record: dict[str, object] = {"fail_under": threshold,
+                                 "passed": gate is None and failure is None}
+    if failure is not None:
+        record["decided"] = False
+    return record
+
+
+def gate_line(record: Mapping[str, object]) -> str:
+    """The console's verdict on ``gate_record``'s gate, the one the exit code gives: passed
+    (0), FAILED (4), or not decided because the run broke a limit (3)."""
+    head = f"run.fail_under={record['fail_under']}: "
+    if record.get("decided") is False:
+        return head + "not decided: the run broke a limit (exit 3, the error line says which)"
+    return head + ("passed" if record["passed"] else "FAILED")
+
+
 def _missed(values: Mapping[str, float | None], name: str, bound: float) -> str | None:
     """Why ``values`` misses one gate (``name``: a floor; ``-name``: a ceiling), or None."""
     ceiling = name.startswith("-")
@@ -127,6 +158,21 @@ def _missed(values: Mapping[str, float | None], name: str, bound: float) -> str 
 def _why_absent(values: Mapping[str, float | None], metric: str) -> str:
     if metric == "mean":
         return " (nothing was scored)"
+    prefix = next((p for p in OPEN_PREFIXES if metric.startswith(p)), None)
+    if prefix is not None:  # any name passes the check before the run: say what is logged
+        logged = sorted(k for k in values if k.startswith(prefix) and values[k] is not None)
+        if not logged:
+            whose = "no judge was asked" if prefix == "judge/" else "its retriever reports none"
+            return f" (this run logs no {prefix}<name>: {whose})"
+        near = difflib.get_close_matches(metric.removeprefix(prefix),
+                                         [k.removeprefix(prefix) for k in logged], n=1)
+        if near:
+            return f" (did you mean '{prefix}{near[0]}'?)"
+        shown = ", ".join(logged[:6]) + (", ..." if len(logged) > 6 else "")
+        return f" (this run logs {shown})"
+    if metric in TIMING_METRICS and metric.startswith("retrieval_"):
+        return (" (only a retriever that searches is timed; retriever=precomputed passes the "
+                "dataset's lists through)")
     if metric.rpartition("/")[2] == "kappa":
         return " (the judge's kappa is undefined: a rater gave one class only)"
     if metric.rpartition("/")[2] in CONFIDENCE_METRICS:
@@ -163,7 +209,8 @@ def broken_limit(tally: Scores, job: Job, parts: Parts, rows: Path,
         return next((why for name, scores in tally.variants.items()
                      if (why := broken_limit(scores, job, parts, rows, name))), None)
     if tally.n_scored == 0 and (frac is None or frac < 1):
-        return nothing_scored(tally, job, variant or parts.metric.name, rows)
+        return nothing_scored(tally, job, variant or parts.metric.name, rows,
+                              parts.dataset.describe().get("format"))
     if frac is not None and tally.n_unscored > frac * tally.n_samples:
         reasons = "; ".join(f"{n} × {r}" for r, n in tally.reasons.most_common(3))
         share = tally.n_unscored / tally.n_samples
@@ -177,8 +224,10 @@ def broken_limit(tally: Scores, job: Job, parts: Parts, rows: Path,
     return None
 
 
-def nothing_scored(tally: Scores, job: Job, metric: str, rows: Path) -> str:
-    """Why a run that scored no sample failed: the commonest reason, the mapping behind it."""
+def nothing_scored(tally: Scores, job: Job, metric: str, rows: Path,
+                   kind: str | None = None) -> str:
+    """Why a run that scored no sample failed: the commonest reason, and the setting that
+    gives a missing field for a dataset of format ``kind`` (``harness.run.advice``)."""
     reason, count = tally.reasons.most_common(1)[0]
     line = (
         f"none of the {tally.n_samples} samples was scored by {metric}: {reason} "
@@ -187,12 +236,13 @@ def nothing_scored(tally: Scores, job: Job, metric: str, rows: Path) -> str:
     missing = reason.partition("missing field")[2].lstrip("s ").split(", ") if (
         reason.startswith("missing field")
     ) else []
-    fields = job.config.get("dataset", {}).get("fields") or {}
+    dataset = job.config.get("dataset") or {}
+    fields = dataset.get("fields") or {}
     mapped = [f"dataset.fields.{k}={v}" for k, v in fields.items() if v and k in missing]
     if mapped:
         line += f"; you mapped {', '.join(mapped)}: no record has that column"
     elif missing:
-        line += f"; map the column that holds it with dataset.fields.{missing[0]}=COLUMN"
+        line += f"; {field_fix(kind, missing[0], bool(dataset.get('corpus')))}"
     return (
         f"{line}; rows with each reason are in {rows} (set run.max_unscored_frac=1 to "
         "accept a run with nothing scored)"

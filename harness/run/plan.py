@@ -13,9 +13,10 @@ from harness.core.objectives import parse as parse_objective
 from harness.core.protocols import Parts
 from harness.core.settings import RunSettings
 from harness.core.types import RagSample
+from harness.run.advice import corpus_fix, field_fix
 from harness.run.loop import Tally, evaluate, retrieved
 from harness.run.missed import CorpusTexts
-from harness.run.questions import check_all, watched
+from harness.run.questions import check_all, check_retrieval, watched
 from harness.run.tally import MAX_REASONS
 from harness.run.timing import Timed
 
@@ -44,20 +45,18 @@ def timed_retriever(parts: Parts) -> Timed:
 
 
 def prepare_retriever(parts: Parts) -> None:
-    """Give the retriever the dataset's corpus to index (corpus retrievers need one)."""
+    """Give the retriever the dataset's corpus to index (corpus retrievers need one); a
+    corpus with no retrieved lists and a retriever that searches nothing is refused."""
     corpus = parts.dataset.corpus()
     if parts.retriever.needs_corpus and corpus is None:
+        kind = parts.dataset.describe().get("format")
         raise ConfigError(
             f"retriever {parts.retriever.label} searches a corpus, but the dataset "
-            f"({parts.dataset.describe().get('format')}) has none; give your documents with "
-            "dataset.corpus=FILE (jsonl, json, csv and parquet datasets), use a BEIR dataset "
-            "(dataset=beir dataset.path=DIR), or retriever=precomputed"
+            f"({kind}) has none; {corpus_fix(kind)}"
         )
+    if corpus is not None:
+        check_retrieval(parts, lambda: corpus)
     parts.retriever.prepare(corpus)
-
-
-#: Fields a dataset fills from ``dataset.corpus`` by id (``harness.datasets.corpus_texts``).
-_FROM_CORPUS = ("reference_contexts", "retrieved_contexts")
 
 
 def _load_for_judging(parts: Parts) -> list[RagSample]:
@@ -69,13 +68,11 @@ def _load_for_judging(parts: Parts) -> list[RagSample]:
     for field in sorted(parts.metric.requires):
         if all(getattr(s, field) is None for s in samples):
             who = parts.needing(field)[0]
-            by_id = (" (or, when the records name them by id, give the documents with "
-                     "dataset.corpus=FILE)") if field in _FROM_CORPUS and (
-                parts.dataset.corpus() is None) else ""
+            fix = field_fix(parts.dataset.describe().get("format"), field,
+                            parts.dataset.corpus() is not None)
             raise ConfigError(
                 f"metric {who} needs the field '{field}', which no record of "
-                f"{parts.dataset.source} has; map your column with "
-                f"dataset.fields.{field}=COLUMN{by_id} or choose another metric"
+                f"{parts.dataset.source} has; {fix}"
             )
     guarded(f"metric {parts.metric.name}", "preflight()", parts.metric.preflight)
     return samples

@@ -1,4 +1,5 @@
-"""The questions a searching retriever gets (``bm25``, ``dense``, a user's ``search``).
+"""The questions a searching retriever gets (``bm25``, ``dense``, a user's ``search``), and
+the retrieved lists a dataset with a corpus brings when its retriever searches nothing.
 
 A sample without a question (``user_input`` missing or blank) gets an empty retrieval:
 nothing was searched for it. When no sample of the first batch has one, the questions are
@@ -6,20 +7,30 @@ certainly elsewhere (under a column the harness does not read, e.g. ``query``): 
 refused before anything is searched, in one line naming the field, the columns the file
 has and the mapping that reads them. When only some lack one, the run goes on and says how
 many, on stderr, at its end.
+
+A dataset with a corpus and no retrieved lists (``scifact_mini``, a BEIR folder, an
+ir_datasets collection, a JSONL file with ``dataset.corpus``) needs a retriever that searches
+the corpus: with one that searches nothing (``precomputed``, the default) every sample
+would be unscored for want of a retrieved list. Such a run is refused before any work, in
+one line naming ``retriever=`` (``check_retrieval``), not scored into "map the column with
+dataset.fields.retrieved_context_ids", which no column would cure.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any
 
-from harness.core.errors import DatasetError
+from harness.core.errors import ConfigError, DatasetError
 from harness.core.text import clip
-from harness.core.types import RagSample
+from harness.core.types import Corpus, RagSample
 from harness.datasets.columns import question_column
 
 FIELD = "user_input"
+#: Samples read to tell whether a dataset brings its own retrieved lists.
+PEEK = 32
 
 
 def asked(sample: RagSample) -> bool:
@@ -114,3 +125,33 @@ def check_all(parts: Any, samples: list[RagSample]) -> list[RagSample]:
     """Every sample of the run, read before any work (judged metrics), watched as one
     batch: refused with none asked, the count said with some."""
     return [s for batch in watched(parts, [samples]) for s in batch]
+
+
+def brings_retrieval(sample: RagSample) -> bool:
+    """Whether ``sample`` comes with a retrieved list (ids or texts)."""
+    return sample.retrieved_context_ids is not None or sample.retrieved_contexts is not None
+
+
+def check_retrieval(parts: Any, corpus: Callable[[], Corpus | None]) -> None:
+    """A ``ConfigError`` naming ``retriever=`` when the run's retriever searches nothing,
+    none of the dataset's first ``PEEK`` samples brings a retrieved list, and the dataset
+    has a corpus (``corpus()``, asked only then): no sample could be scored, and a retriever
+    that searches the corpus is the fix."""
+    if parts.retriever.searches:
+        return
+    first = list(islice(parts.dataset.samples(parts.settings.limit), PEEK))
+    if not first or any(brings_retrieval(s) for s in first):
+        return
+    documents = corpus()
+    if documents is None:
+        return  # nothing to search: a run that scores nothing says which column is missing
+    kind = parts.retriever.describe().get("kind") or "precomputed"
+    read = f"its first {len(first)} samples bring" if len(first) > 1 else "its sample brings"
+    count = len(documents.documents)
+    raise ConfigError(
+        f"dataset {parts.dataset.source} has a corpus to search ({count:,} "
+        f"document{'s' if count != 1 else ''}) but no retrieved lists ({read} no "
+        f"retrieved_context_ids or retrieved_contexts), and retriever={kind} searches "
+        "nothing: choose a retriever that searches the corpus, e.g. retriever=bm25 "
+        "(or retriever=dense, hybrid, custom)"
+    )

@@ -33,6 +33,7 @@ from harness.metrics.retrieval import dropped_names
 from harness.run.loop import Scores, Tally
 from harness.run.outputs import OutputError
 from harness.run.outputs.folder import hint, reason
+from harness.run.questions import check_retrieval
 from harness.run.timing import Timed
 from harness.shards.merge import merge
 from harness.shards.plan import plan
@@ -78,6 +79,7 @@ class ShardedEvaluate(Evaluate):
                 f"run.shards={shards}: the dataset was handed over in memory, which workers "
                 "cannot read; save it to a file (dataset=jsonl) or set run.shards=1"
             )
+        check_retrieval(parts, parts.dataset.corpus)  # a corpus and no retriever: refused
         return (), parts.dataset.estimate_count()
 
     def score(self, parts: Parts, job: Job, batches: Iterable[list[RagSample]], sink: Any,

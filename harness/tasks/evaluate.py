@@ -22,7 +22,7 @@ from harness.report.bill import print_estimate
 from harness.report.console import print_summary
 from harness.report.writers import EVALUATE
 from harness.run.estimate import ESTIMATE, Estimate, dry_run
-from harness.run.gates import broken_limit, fail_under
+from harness.run.gates import broken_limit, fail_under, gate_record
 from harness.run.loop import Tally
 from harness.run.outputs import finalise, partial_of, streamed, strip_keys, write_json
 from harness.run.plan import plan, progress_bar, score, timed_retriever
@@ -93,9 +93,7 @@ class Evaluate:
         summary = summarise(parts, job, tally, timed)
         failure = broken_limit(tally, job, parts, rows)
         gate = fail_under(summary.metrics(), parts.settings.fail_under, job.out_dir)
-        if parts.settings.fail_under is not None:
-            summary.gate = {"fail_under": parts.settings.fail_under,
-                            "passed": gate is None and failure is None}  # never past a limit
+        summary.gate = gate_record(parts.settings.fail_under, gate, failure)
         tracked_run = finish(parts, job, summary, EVALUATE, rows=rows, tally=tally,
                              status="FAILED" if failure else "FINISHED")
         print_summary(summary, job, parts.settings.quiet, tracked_run)

@@ -170,6 +170,47 @@ def test_a_signal_while_judging_names_the_judge_and_its_cache(tmp_path: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("signum", "metric", "doing", "after"), [
+    (signal.SIGTERM, "metric=[llm_with_reference,contextual_precision]",
+     "the judges of metrics llm_with_reference, contextual_precision were", 36),
+    (signal.SIGINT, "metric=[contextual_precision,llm_with_reference]",
+     "the judges of metrics contextual_precision, llm_with_reference were", 36),
+    (signal.SIGINT, "metric=contextual_precision",
+     "the judge of metric contextual_precision was", 20),
+])
+def test_a_judged_run_stopped_mid_batch_keeps_each_sample_every_variant_has_scored(
+        tmp_path: Path, signum: int, metric: str, doing: str, after: int) -> None:
+    # contextual_precision's samples chain two calls (verdicts, then a reason): its verdicts
+    # for the whole batch (30) used to go out before any other call, so a run stopped
+    # ``after`` requests (of about 180, or 60 alone) had about no sample finished and kept
+    # about no row (6 calls a sample with llm_with_reference's, 2 alone)
+    with JudgeServer(sample_labels(), latency_ms=150, concurrency=2) as server:
+        judge = ("judge=local", f"judge.base_url={server.base_url}", "judge.model=test-judge",
+                 "judge.max_concurrency=2", "judge.pacing=fixed", "tracking=none")
+        proc = start_cli(metric, *judge, cwd=tmp_path)
+        deadline = time.monotonic() + 90
+        while server.stats.requests < after and proc.poll() is None and (
+                time.monotonic() < deadline):
+            time.sleep(0.01)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + signum, err
+        partial = tmp_path / "out" / "samples.jsonl.partial"
+        rows = lines_of(partial)
+        assert len(rows) >= 3, err  # the samples asked about, less those in flight
+        assert one_line(err) == (
+            f"interrupted (signal {signum}) while {doing} running: {len(rows)} rows scored "
+            f"before it are kept in {partial}; the judge's verdicts so far are in its cache, so "
+            "rerunning resumes")
+        full = run_cli(metric, *judge, cwd=tmp_path)  # the verdicts come from the cache
+    assert full.returncode == 0, full.stderr
+    assert [r["id"] for r in rows] == [f"q{i:02d}" for i in range(1, len(rows) + 1)]
+    whole = full.rows()[: len(rows)]
+    assert [r["score"] for r in rows] == [r["score"] for r in whole]
+    assert [r.get("variants") for r in rows] == [r.get("variants") for r in whole]
+
+
+@pytest.mark.slow
 def test_an_interrupted_sharded_run_keeps_every_shards_rows(own: tuple[Path, str]) -> None:
     proc = start_cli(*retriever_args(own[1], "retriever.delay=0.5"), "metric=id_ranked",
                      "run.shards=2", "tracking=none", cwd=own[0])

@@ -96,7 +96,9 @@ def test_an_os_error_without_a_path_is_a_crash_line() -> None:
         ("postgresql://${oc.env:PGUSER}:${oc.env:PGPW,${oc.env:FALLBACK}}@h/db", False),
         ("postgresql://harness:literal-pw@h/${oc.env:DB}", True),  # a literal secret: hidden
         ("http://user:pw@h", True),
-        ("postgresql://u:${oc.env:P}@h/db?password=abc", True),
+        ("'postgresql://u:${oc.env:P}@h/db?password=abc'", True),
+        # '=' unquoted: Hydra cannot read it, and the syntax check refuses it (masked)
+        ("postgresql://u:${oc.env:P}@h/db?password=abc", False),
     ],
 )
 def test_only_literal_secrets_are_hidden_from_hydra(value: str, hidden: bool) -> None:

@@ -1,5 +1,5 @@
-"""An endpoint's waiting requests go critical path first, then by sample, then first come
-(``harness.judges.transport.turns``), and the transports sharing one budget check the
+"""An endpoint's waiting requests go earlier sample first, then critical path first, then
+first come (``harness.judges.transport.turns``), and the transports sharing one budget check the
 endpoint once and send through one HTTP client (issue 34, item 4)."""
 
 from __future__ import annotations
@@ -41,13 +41,16 @@ async def granted_in_order(asks: Sequence[tuple[str, int, int | None]],
     return order
 
 
-def test_waiting_requests_go_critical_path_first_then_by_sample_then_first_come() -> None:
+def test_waiting_requests_go_by_sample_then_critical_path_first_then_first_come() -> None:
     asks = [("plain", 0, None), ("late sample", 0, 7), ("chain head", 1, 9),
-            ("early sample", 0, 2), ("early sample again", 0, 2), ("chain head 2", 1, 3)]
+            ("early sample", 0, 2), ("early sample again", 0, 2), ("chain head 2", 1, 3),
+            ("its chain head", 1, 2)]
     got = asyncio.run(granted_in_order(asks))
-    # after: 1 before 0; then sample 0 (said by none: plain), 2, 2, 7, ties by arrival
-    assert got == ["chain head 2", "chain head", "plain", "early sample",
-                   "early sample again", "late sample"]
+    # sample 0 (said by none: plain), 2 (its chain head first, then by arrival), 3, 7, 9:
+    # a later sample's chain head waits, so the earlier samples finish (and their rows are
+    # written) first
+    assert got == ["plain", "its chain head", "early sample", "early sample again",
+                   "chain head 2", "late sample", "chain head"]
 
 
 def test_without_turns_the_waiting_go_first_come_first_served() -> None:
@@ -57,15 +60,56 @@ def test_without_turns_the_waiting_go_first_come_first_served() -> None:
 
 def test_a_request_that_gives_up_waiting_leaves_the_order_of_the_others() -> None:
     asks = [("a", 0, 1), ("b", 1, 5), ("c", 0, 0), ("d", 1, 2)]
-    assert asyncio.run(granted_in_order(asks, cancel="d")) == ["b", "c", "a"]
+    assert asyncio.run(granted_in_order(asks, cancel="d")) == ["c", "a", "b"]
+
+
+def test_a_chain_head_waits_as_if_its_sample_were_lead_samples_earlier() -> None:
+    with turns.turn(after=1, sample=5):
+        assert turns.current(2) == (3, -1)  # before sample 3's plain requests, (3, 0)
+        assert turns.current() == (5, -1)
+    with turns.turn(sample=5):
+        assert turns.current(2) == (5, 0)  # a plain request keeps its sample's place
+
+
+async def granted_with_permits(permits: int, asks: Sequence[tuple[str, int, int]]) -> list[str]:
+    """The order in which ``asks`` waiting on a pacer of ``permits`` permits (all held) go."""
+    pacer = Pacer(permits, adaptive=False)
+    held = [await pacer.acquire() for _ in range(permits)]
+    order: list[str] = []
+
+    async def ask(name: str, after: int, sample: int) -> None:
+        with turns.turn(after, sample):
+            ticket = await pacer.acquire()
+        order.append(name)
+        pacer.release(ticket, True)
+
+    tasks = [asyncio.ensure_future(ask(*a)) for a in asks]
+    await asyncio.sleep(0)
+    pacer.release(held[0], True)  # one permit goes round; the others stay held
+    await asyncio.gather(*tasks)
+    for ticket in held[1:]:
+        pacer.release(ticket, True)
+    return order
+
+
+def test_the_pacers_lead_is_half_its_permits() -> None:
+    asks = [("sample 0", 0, 0), ("sample 1", 0, 1), ("sample 2", 0, 2), ("head of 3", 1, 3),
+            ("head of 5", 1, 5)]
+    # 4 permits: a lead of 2, head of 3 waits as sample 1 (ahead of its plain requests),
+    # head of 5 as sample 3
+    assert asyncio.run(granted_with_permits(4, asks)) == [
+        "sample 0", "head of 3", "sample 1", "sample 2", "head of 5"]
+    # 1 permit: no lead, sample by sample
+    assert asyncio.run(granted_with_permits(1, asks)) == [
+        "sample 0", "sample 1", "sample 2", "head of 3", "head of 5"]
 
 
 def test_a_turn_keeps_the_sample_said_around_it() -> None:
     with turns.turn(sample=4):
-        assert turns.current() == (0, 4)
+        assert turns.current() == (4, 0)
         with turns.turn(after=1):
-            assert turns.current() == (-1, 4)
-        assert turns.current() == (0, 4)
+            assert turns.current() == (4, -1)
+        assert turns.current() == (4, 0)
     assert turns.current() == (0, 0)
 
 

@@ -109,7 +109,9 @@ def test_open_families_are_accepted(tmp_path: Path) -> None:
     # judge/<counter> and retriever/<name> are known only after the run: not logged here
     result = run_cli(*data(tmp_path), "run.fail_under={retriever/coverage: 0.5}", cwd=tmp_path)
     assert result.returncode == 4
-    assert err_lines(result.stderr)[1] == "  retriever/coverage: not logged by this run"
+    assert err_lines(result.stderr)[1] == ("  retriever/coverage: not logged by this run (this "
+                                           "run logs no retriever/<name>: its retriever "
+                                           "reports none)")
 
 
 def test_the_new_retrieval_metrics_are_objectives_too(tmp_path: Path) -> None:

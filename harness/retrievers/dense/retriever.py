@@ -108,7 +108,7 @@ class Dense(IndexedRetriever):
         modules = list(_EXTRA_MODULES) + ([] if index == "exact" else ["faiss"])
         if model in BUNDLED:
             modules.append(BUNDLED[model][0])
-        require_extra(modules, "retriever=dense", "dense")
+        require_extra(modules, "retriever=dense (or hybrid's, or rerank=dense)", "dense")
         check_value("retriever.batch_size", Count, batch_size)
         if not isinstance(device, str) or not re.fullmatch(r"[a-z][a-z0-9_]*(:\d+)?", device):
             raise ConfigError(

@@ -147,7 +147,8 @@ class Pacer:
         if self._waiters or not self._free():
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._arrivals += 1
-            heapq.heappush(self._waiters, (turns.current(), self._arrivals, fut))
+            heapq.heappush(self._waiters,
+                           (turns.current(self.permits() // 2), self._arrivals, fut))
             self._wake()
             try:
                 await fut
