@@ -3,15 +3,16 @@
 Requests that wait for a permit are served *earlier sample first*: a row is written once
 every variant has scored its sample, in input order, so serving samples in order puts rows
 into ``samples.jsonl.partial`` as they are judged (an interrupted run keeps them), where
-serving one kind of call for the whole batch first would leave no sample finished until
-late in the batch; a sample's requests, which share all but their chunk, go out one after
-the other, so a provider's prefix cache serves what they share. The *critical path* goes a little ahead: a request after which its sample
-still makes more judge calls, one after the other (contextual precision's verdicts, whose
-explanation follows), waits as if its sample were ``lead`` samples earlier (half the
-pacer's permits), so that its second call is back when its sample's turn comes and the last
-samples of a batch do not wait a round trip for their chains; at one sample, the chain's
-head first; then the earlier request. Two variants judged at once thus still finish about
-when the slower alone would, and their rows come sample by sample from the first.
+serving one kind of call for the whole batch first would leave no sample finished until late
+in the batch; a sample's requests, which share all but their chunk, go out one after the
+other, so a provider's prefix cache serves what they share. The *critical path* goes a
+little ahead: a request after which its sample still makes more judge calls, one after the
+other (contextual precision's verdicts, whose explanation follows), waits as if its sample
+were ``lead`` samples earlier (half the pacer's permits), so that its second call is back
+when its sample's turn comes and the last samples of a batch do not wait a round trip for
+their chains; at one sample, the chain's head first; then the earlier request. Two variants
+judged at once thus still finish about when the slower alone would, and their rows come
+sample by sample from the first.
 
 The metric says it (``turn``) around a call, and the pacer reads it when the call asks for a
 permit: a ``contextvars`` variable, which follows the call through the judge, its verdict
