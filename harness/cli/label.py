@@ -15,7 +15,6 @@ Bad input is one ``error:`` line, exit 2.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -90,29 +89,16 @@ def main(argv: list[str] | None = None, prog: str = "harness label") -> int:
 def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
     """Check the run folder, write the sheet and say what to do next; the exit code."""
     from harness.cli.label_texts import fill_cut_texts
-    from harness.confidence.sheet import DRAW, SHEET_CSV, SHEET_JSONL, label_sheet
+    from harness.confidence.sheet import draw_sheet, refuse_taken, taken, write_sheet
 
-    if not run_dir.is_dir():
-        what = "is a file" if run_dir.exists() else "does not exist"
-        raise ConfigError(f"label: the run folder {run_dir} {what}; name a finished run's "
-                          "output folder (it holds samples.jsonl)")
-    folder = run_dir / DEFAULT_OUT if out is None else Path(out).expanduser()
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"label: --out {folder} is a file; name a folder for the sheet")
-    ours = [folder / name for name in (SHEET_CSV, SHEET_JSONL, DRAW)]
-    before = {p for p in ours if p.exists() or p.is_symlink()}  # never ours to remove
-    new_folder = not folder.exists()
-    try:
-        paths = label_sheet(run_dir, n, seed, folder)
-        filled = fill_cut_texts(paths, run_dir)
-    except BaseException:  # Ctrl-C or a failed write mid-sheet: no half sheet is left
-        for path in ours:
-            if path not in before:
-                path.unlink(missing_ok=True)
-        if new_folder and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-        raise
-    record = json.loads(paths["draw"].read_text("utf-8"))
+    folder = _folder(run_dir, out)
+    before = taken(folder)  # early, before reading the run; write_sheet checks for good
+    if before is not None:
+        raise refuse_taken(before)
+    sheet = draw_sheet(run_dir, n, seed)
+    filled = fill_cut_texts(sheet, run_dir)
+    paths = write_sheet(folder, sheet)
+    record = sheet.record
     print(f"drew {n} of {record['population']} samples (seed {seed}): "
           f"{record['chunks']} chunks to label")
     print(f"  sheet  {paths['csv']}")
@@ -130,6 +116,23 @@ def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
     print(f"  python -m harness {_overrides(run_dir)}run.human_labels="
           f"{shlex.quote(str(paths['csv']))}")
     return 0
+
+
+def _folder(run_dir: Path, out: str | None) -> Path:
+    """The sheet's folder: ``--out``, or ``RUN_DIR/labels``; refused when it is a file or a
+    symbolic link that points nowhere."""
+    if not run_dir.is_dir():
+        what = "is a file" if run_dir.exists() else "does not exist"
+        raise ConfigError(f"label: the run folder {run_dir} {what}; name a finished run's "
+                          "output folder (it holds samples.jsonl)")
+    folder = run_dir / DEFAULT_OUT if out is None else Path(out).expanduser()
+    named = "--out " if out is not None else "the sheet's folder "
+    if folder.is_symlink() and not folder.exists():
+        raise ConfigError(f"label: {named}{folder} is a symbolic link that points nowhere; "
+                          "name a folder for the sheet")
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"label: {named}{folder} is a file; name a folder for the sheet")
+    return folder
 
 
 def _overrides(run_dir: Path) -> str:
