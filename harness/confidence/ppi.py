@@ -1,5 +1,5 @@
 """The ``confidence`` block of one judged variant: the PPI++ mean and interval, beside the
-labels-only and the judge-only intervals (issue 33).
+labels-only and the judge-only intervals.
 
 PPI++ (Angelopoulos, Duchi and Zrnic, 2023) through the authors' ``ppi-python``:
 ``ppi_mean_pointestimate`` and ``ppi_mean_ci`` with ``lam=None`` (power tuning), the human

@@ -1,5 +1,5 @@
 """The "How sure is this number?" section of ``report.html``: for each variant with a
-``confidence`` block (issue 33), its three intervals side by side (PPI++, the human labels
+``confidence`` block, its three intervals side by side (PPI++, the human labels
 alone, the judge alone) as a table and a small drawing, how many samples people labelled,
 the block's note, and the judge's confusion matrix against the human verdicts.
 

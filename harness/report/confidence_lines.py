@@ -1,4 +1,4 @@
-"""The console's lines of a run with human labels (``run.human_labels``, issue 33): each
+"""The console's lines of a run with human labels (``run.human_labels``): each
 variant's PPI++ mean and interval, the note on how the labelled samples were chosen, and the
 labels that did not fit the run."""
 

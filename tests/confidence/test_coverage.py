@@ -1,5 +1,5 @@
-"""Coverage by simulation (issue 33): seeded synthetic judges, lenient, strict and useless,
-binary and graded. The default lane runs the issue's done-when check (20 draws); the slow
+"""Coverage by simulation: seeded synthetic judges, lenient, strict and useless,
+binary and graded. The default lane runs the done-when check (20 draws); the slow
 lane several hundred draws per case against the binomial tolerance of 95 %."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def test_the_simulation_scores_with_the_metric_s_own_average_precision():
 
 
 def test_done_when_150_of_600_labelled_with_a_lenient_judge():
-    """Issue 33: over 20 draws of 150 labelled samples out of 600, a judge that calls 25 %
+    """Over 20 draws of 150 labelled samples out of 600, a judge that calls 25 %
     of irrelevant chunks relevant: the interval covers the true mean (the 600 samples'
     human mean) at least 17 times, the judged mean lies above it at least 15 times, and it
     is narrower than the labels-only interval (median)."""

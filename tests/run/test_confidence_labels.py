@@ -1,4 +1,4 @@
-"""Where a run's human labels come from (issue 33): the dataset's own qrels for a seeded
+"""Where a run's human labels come from: the dataset's own qrels for a seeded
 uniform draw (same seed, same samples; the block's numbers ppi_py's on those samples),
 human feedback on MLflow traces, and the settings that go with them."""
 

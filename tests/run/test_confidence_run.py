@@ -1,4 +1,4 @@
-"""A run with human labels (issue 33): the ``confidence`` block in summary.json equals
+"""A run with human labels: the ``confidence`` block in summary.json equals
 ppi_py's interval over the run's own arrays, the kappa scikit-learn's, the labelled rows
 carry the human verdicts and scores, MLflow gets ppi_mean/ci_low/ci_high/kappa, the gate and
 the objective take them, and labels that do not fit are counted aloud."""
