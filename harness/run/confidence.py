@@ -192,6 +192,11 @@ def human_labels(parts: Parts) -> HumanLabels | None:
     else:
         out.file = read_labels(run.human_labels, min_grade)
         out.source = out.file.path
+        if not out.file.labels:
+            raise ConfigError(
+                f"run.human_labels: none of the {out.file.blank:,} rows of {out.source} has a "
+                "verdict yet: fill in the relevant column (1 relevant, 0 not), or drop "
+                "run.human_labels")
     for label in out.file.labels:
         out.labels.setdefault(label.sample_id, []).append(label)
     _check_ids(out, parts)
