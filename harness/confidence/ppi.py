@@ -8,7 +8,9 @@ judge's scores on the unlabelled samples as ``Yhat_unlabeled``. The two classica
 are ``ppi_py.classical_mean_ci``: the normal (central limit) interval, mean ± z·sd/√n.
 With fewer than ``BOOTSTRAP_BELOW`` labelled samples the PPI++ and the labels-only
 intervals are BCa bootstrap intervals instead (``bootstrap``), the block's
-``interval_method`` says which.
+``interval_method`` says which. ``labels_to_halve_width``: how many more labelled samples
+would halve the interval's width (``plan``; None: more than the run has, or too few labels
+to tell).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.confidence import bootstrap
+from harness.confidence import bootstrap, plan
 from harness.confidence.agreement import judge_agreement
 from harness.confidence.match import Judged, Matched
 from harness.core.errors import ConfigError
@@ -119,6 +121,9 @@ def confidence_block(
         if small:
             ci = bootstrap.bca_interval(y, yhat, rest, level, seed)
     judge_all = list(scored.values())
+    more = None
+    if len(rest) >= 2 and len(y) >= plan.MIN_PAIRS:
+        more = plan.halving((ci[1] - ci[0]) / 2, y, yhat, judge_all, level)
     return {
         "method": METHOD, "level": level, "mean": mean, "ci": ci,
         "n_labelled": len(labelled), "n": len(scored),
@@ -129,6 +134,7 @@ def confidence_block(
         "judge_agreement": agreement,
         "interval": bootstrap.method_text(len(y), seed) if small else CLT_TEXT,
         "interval_method": "bootstrap" if small else "clt",
+        "labels_to_halve_width": more,
         "random_draw": random_draw,
         "note": note if note is not None or random_draw else NOT_DRAWN,
     }

@@ -28,7 +28,7 @@ import json
 import os
 import random
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,22 +108,38 @@ def sheet_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def draw_sheet(run_dir: str | Path, n: int, seed: int,
-               rows: Sequence[dict[str, Any]] | None = None) -> Sheet:
+               rows: Sequence[dict[str, Any]] | None = None,
+               carried: Mapping[str, Sequence[int]] | None = None) -> Sheet:
     """Draw ``n`` samples of the finished run in ``run_dir`` with ``seed``: the sheet's rows
     and the draw's record (seed, drawn ids, the run and its rows' sha256). ``rows``: the
-    run's rows when the caller has read them already."""
+    run's rows when the caller has read them already.
+
+    ``carried``: samples labelled so far, by id, with their human verdicts (rank order):
+    they are not drawn again, and the sheet holds them first, filled in, so that it is the
+    one labels file of the next run; ``draw.json`` names them (``carried``) and counts them
+    among the drawn (a uniform draw from the rest added to a uniform draw is one)."""
     rows_by_id = {str(r["id"]): r for r in (run_rows(run_dir) if rows is None else rows)}
-    eligible = [k for k, r in rows_by_id.items() if sheet_rows(r)]
+    kept = dict(carried or {})
+    eligible = [k for k, r in rows_by_id.items() if sheet_rows(r) and k not in kept]
     drawn = draw(eligible, n, seed)
     chosen = set(drawn)
-    lines = [s for k, r in rows_by_id.items() if k in chosen for s in sheet_rows(r)]
+    lines = []
+    for k, verdicts in kept.items():
+        filled = sheet_rows(rows_by_id[k])
+        for line, verdict in zip(filled, verdicts, strict=True):
+            line["relevant"] = verdict
+        lines += filled
+    lines += [s for k, r in rows_by_id.items() if k in chosen for s in sheet_rows(r)]
     rows_file = Path(run_dir) / "samples.jsonl"
-    record = {
-        "seed": seed, "n": n, "population": len(eligible), "drawn": drawn,
+    record: dict[str, Any] = {
+        "seed": seed, "n": n + len(kept), "population": len(eligible) + len(kept),
+        "drawn": [*kept, *drawn],
         "run": str(Path(run_dir).resolve()),
         "samples_sha256": hashlib.sha256(rows_file.read_bytes()).hexdigest(),
         "chunks": len(lines), "texts_cut": sum(line["text_cut"] for line in lines),
     }
+    if kept:
+        record["carried"] = list(kept)
     return Sheet(lines, record)
 
 
