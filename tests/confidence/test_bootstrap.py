@@ -1,6 +1,7 @@
 """The interval for few labels: the bootstrap's estimator is ppi_py's PPI++ point estimate on
-every resample, its BCa interval agrees with scipy's, it is seeded, and the block uses it
-below 50 labelled samples and ppi_py's central-limit interval from 50."""
+every resample, its plain BCa interval agrees with scipy's, the expanded one is the plain
+one at the level Student's t gives, it is seeded, and the block uses it below 50 labelled
+samples and ppi_py's central-limit interval from 50."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_the_labels_only_interval_is_scipy_s_bca(seed):
     """The labels alone (the judge unused): the BCa interval of a mean, as scipy's (its
     resamples drawn otherwise: equal to within the resampling noise)."""
     y, yhat, rest = arrays(seed, 30, 570)
-    ours = bca_interval(y, yhat, rest, 0.95, seed, resamples=4000, judge_weight=False)
+    ours = bca_interval(y, yhat, rest, 0.95, seed, resamples=4000, judge_weight=False,
+                        expand=False)
     ref = stats.bootstrap((y,), np.mean, method="BCa", n_resamples=20000, random_state=seed,
                           confidence_level=0.95).confidence_interval
     width = ref.high - ref.low
@@ -65,9 +67,26 @@ def test_the_ppi_interval_is_scipy_s_bca_of_the_ppi_estimator(seed, n):
     ref = stats.bootstrap((np.arange(n), rest), ppi, method="BCa", n_resamples=6000,
                           random_state=seed, vectorized=True, batch=500,
                           confidence_level=0.95).confidence_interval
-    ours = bca_interval(y, yhat, rest, 0.95, seed, resamples=4000)
+    ours = bca_interval(y, yhat, rest, 0.95, seed, resamples=4000, expand=False)
     width = ref.high - ref.low
     assert ours == pytest.approx([ref.low, ref.high], abs=0.05 * width)
+
+
+@pytest.mark.parametrize(("n", "level"), [(5, 0.95), (20, 0.95), (30, 0.9), (49, 0.99)])
+def test_the_expanded_interval_is_the_plain_one_at_student_s_level(n, level):
+    """Hesterberg's expansion: the quantile z becomes sqrt(n/(n-1)) t_(n-1): the plain BCa
+    interval at the level whose normal quantile that is, on the same resamples."""
+    y, yhat, rest = arrays(n, n, 300)
+    wider = stats.t.ppf((1 + level) / 2, n - 1) * np.sqrt(n / (n - 1))
+    plain_level = 2 * stats.norm.cdf(wider) - 1
+    assert bca_interval(y, yhat, rest, level, 1) == pytest.approx(
+        bca_interval(y, yhat, rest, plain_level, 1, expand=False), abs=1e-12)
+    assert bca_interval(y, yhat, rest, level, 1, judge_weight=False) == pytest.approx(
+        bca_interval(y, yhat, rest, plain_level, 1, judge_weight=False, expand=False),
+        abs=1e-12)
+    plain = bca_interval(y, yhat, rest, level, 1, expand=False)
+    expanded = bca_interval(y, yhat, rest, level, 1)
+    assert expanded[0] < plain[0] and expanded[1] > plain[1]
 
 
 def test_it_is_seeded():
@@ -98,8 +117,10 @@ def _block(n: int, n_rest: int = 300, seed: int = 0):
 def test_below_50_labels_the_block_says_bootstrap():
     block, (y, yhat, rest) = _block(BOOTSTRAP_BELOW - 1, seed=3)
     assert block["interval_method"] == "bootstrap"
-    assert block["interval"].startswith("bootstrap (BCa, 2,000 resamples of the PPI++ "
-                                        "estimator, lambda re-estimated in each, seed 3): 49 ")
+    assert block["interval"] == (
+        "bootstrap (BCa expanded for small samples, 2,000 resamples of the PPI++ estimator, "
+        "lambda re-estimated in each, seed 3): 49 labelled samples, fewer than the 50 the "
+        "central-limit interval needs")
     assert block["ci"] == bca_interval(y, yhat, rest, 0.95, 3)
     assert block["labels_only_ci"] == bca_interval(y, yhat, rest, 0.95, 3, judge_weight=False)
     assert block["judge_only_ci"] == pytest.approx(classical_ci([*yhat, *rest]), rel=1e-12)
