@@ -148,6 +148,8 @@ def write_width(run_dir: Path, width: float, seed: int, out: str | None) -> int:
 
 def _plan_line(p: Any, variant: str | None) -> str:
     """What the plan says: the labels for the half-width, against the labels alone."""
+    from harness.confidence.plan import MIN_PAIRS
+
     head = f"±{p.width:g} at {p.level:.0%}{f' ({variant})' if variant else ''}: "
     alone = (f"the labels alone: {p.labels_alone:,}" if p.labels_alone is not None
              else "the labels alone: more than the run has")
@@ -159,10 +161,12 @@ def _plan_line(p: Any, variant: str | None) -> str:
         return (head + f"{p.needed:,} labelled samples ({alone}), planned from the "
                 f"{p.labelled:,} labelled so far (human sd {p.sd_human:.2f}, judge-human "
                 f"correlation {corr}; their spread taken at its 90 % upper bound)")
+    why = ("no labels yet" if not p.labelled else
+           f"{p.labelled} labelled so far, too few to measure that ({MIN_PAIRS} needed)")
     return (head + f"{p.needed:,} labelled samples, assuming the human scores spread as the "
-            f"judge's (sd {p.sd_human:.2f}) and the judge does not help: no labels yet, so "
-            "this is the labels-alone number. A pilot tells better: label 30 (harness label "
-            "RUN_DIR 30), rerun with them, then ask for the width again")
+            f"judge's (sd {p.sd_human:.2f}) and the judge does not help: {why}, so this is "
+            "the labels-alone number. A pilot tells better: label 30 (harness label RUN_DIR "
+            "30), rerun with them, then ask for the width again")
 
 
 def _level(run_dir: Path) -> float:

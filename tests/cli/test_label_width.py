@@ -188,3 +188,21 @@ def test_a_pilot_then_width_003_meets_it_with_fewer_labels_than_the_labels_alone
     block = final.summary()["confidence"]
     assert block["n_labelled"] == needed and block["random_draw"] is True
     assert (block["ci"][1] - block["ci"][0]) / 2 <= 0.0345, (block["ci"], first_line)
+
+
+def test_too_few_labels_so_far_are_carried_and_said(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    rows = judged_rows(300, labelled=4)
+    run = write_run(tmp_path / "run", rows)
+    code, out, err = harness(monkeypatch, capsys, "label", str(run), "--width", "0.1",
+                             "--out", str(tmp_path / "s"))
+    assert (code, err) == (0, "")
+    sd = statistics.stdev(r["score"] for r in rows)
+    n = math.ceil(Z * Z * sd * sd / 0.1 ** 2)
+    assert out.splitlines()[0].startswith(
+        f"±0.1 at 95%: {n} labelled samples, assuming the human scores spread as the judge's "
+        f"(sd {sd:.2f}) and the judge does not help: 4 labelled so far, too few to measure "
+        "that (10 needed), so this is the labels-alone number.")
+    record = json.loads((tmp_path / "s" / "draw.json").read_text("utf-8"))
+    assert record["carried"] == [r["id"] for r in rows[:4]] and record["n"] == n
