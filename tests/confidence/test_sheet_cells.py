@@ -18,7 +18,7 @@ from harness.confidence.labels import escape_cell, read_labels, unescape_cell
 from harness.confidence.match import match, run_sample
 from harness.confidence.sheet import label_sheet
 
-DATA = Path(__file__).parents[1] / "data" / "spreadsheet_sheet"
+DATA = Path(__file__).parent / "data" / "spreadsheet_sheet"
 #: What a spreadsheet may run, by OWASP's list (= + - @ tab CR), after white space too, the
 #: full-width forms, and LF (a leading CR comes back from LibreOffice as LF)
 LIVE = ["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "\nx", "  =x", " \t@x", "\u3000=x",
@@ -81,7 +81,7 @@ def _run(tmp_path: Path) -> tuple[Path, list[dict]]:
 def test_the_sheet_is_written_safe_and_its_json_lines_keep_the_data(tmp_path):
     run, rows = _run(tmp_path)
     paths = label_sheet(run, 10, 0, tmp_path / "sheet")
-    # the sheet LibreOffice was given (tests/data/spreadsheet_sheet/make.py): still ours
+    # the sheet LibreOffice was given (data/spreadsheet_sheet/make.py here): still ours
     assert paths["csv"].read_bytes() == (DATA / "labels.csv").read_bytes()
     with open(paths["csv"], encoding="utf-8-sig", newline="") as f:
         table = list(csv.reader(f))
