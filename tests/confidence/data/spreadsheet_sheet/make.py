@@ -1,7 +1,8 @@
 """Remake this folder: a run whose ids and texts start with formula characters, the sheet
 ``harness label`` writes for it, the sheet filled in, and LibreOffice's save of it.
 
-    python tests/confidence/data/spreadsheet_sheet/make.py   # needs soffice (libreoffice-calc-nogui)
+    python tests/confidence/data/spreadsheet_sheet/make.py  # needs soffice (Debian package
+    # libreoffice-calc-nogui)
 """
 
 from __future__ import annotations
