@@ -123,9 +123,12 @@ def bca_interval(
     return [float(lo), float(hi)]
 
 
-def method_text(n_labelled: int, seed: int, resamples: int = RESAMPLES) -> str:
-    """What the block's ``interval`` says of a bootstrap interval."""
-    return (f"bootstrap (BCa expanded for small samples, {resamples:,} resamples of the PPI++ "
-            f"estimator, lambda re-estimated in each, seed {seed}): {n_labelled} labelled "
-            f"samples, fewer than the {BOOTSTRAP_BELOW} the central-limit interval needs")
-
+def method_text(n_labelled: int, seed: int, resamples: int = RESAMPLES,
+                judged: bool = True) -> str:
+    """What the block's ``interval`` says of a bootstrap interval (``judged`` False: every
+    scored sample, or all but one, is labelled, and the interval is the labels' mean's)."""
+    what = ("the PPI++ estimator, lambda re-estimated in each" if judged
+            else "the labels' mean")
+    return (f"bootstrap (BCa expanded for small samples, {resamples:,} resamples of {what}, "
+            f"seed {seed}): {n_labelled} labelled samples, fewer than the {BOOTSTRAP_BELOW} "
+            "the central-limit interval needs")

@@ -109,7 +109,7 @@ def confidence_block(
     y = [float(human_scores[k]) for k in labelled]
     yhat = [scored[k] for k in labelled]
     rest = [scored[k] for k in sorted(scored) if k not in human_scores]
-    small = len(y) < bootstrap.BOOTSTRAP_BELOW and len(rest) >= 2
+    small = len(y) < bootstrap.BOOTSTRAP_BELOW
     labels_ci = (bootstrap.bca_interval(y, yhat, rest, level, seed, judge_weight=False)
                  if small else classical_ci(y, level))
     if len(rest) < 2:  # everything (or all but one) labelled: nothing for the judge to add
@@ -132,7 +132,8 @@ def confidence_block(
         "judge_mean": sum(judge_all) / len(judge_all),
         "judge_only_ci": classical_ci(judge_all, level),
         "judge_agreement": agreement,
-        "interval": bootstrap.method_text(len(y), seed) if small else CLT_TEXT,
+        "interval": bootstrap.method_text(len(y), seed, judged=len(rest) >= 2) if small
+        else CLT_TEXT,
         "interval_method": "bootstrap" if small else "clt",
         "labels_to_halve_width": more,
         "random_draw": random_draw,

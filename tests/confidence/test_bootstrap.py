@@ -145,3 +145,14 @@ def test_the_order_samples_come_in_does_not_change_the_interval():
     shuffled = dict(sorted(judge.items(), key=lambda kv: hash(kv[0]) % 17))
     assert confidence_block(shuffled, dict(reversed(human.items())))["ci"] == (
         confidence_block(judge, human)["ci"])
+
+
+def test_everything_labelled_below_50_is_the_labels_own_bootstrap_interval():
+    y, yhat, _ = arrays(7, 20, 2)
+    ids = [f"s{i:02d}" for i in range(20)]
+    block = confidence_block(dict(zip(ids, yhat.tolist(), strict=True)),
+                             dict(zip(ids, y.tolist(), strict=True)), seed=2)
+    assert block["ci"] == block["labels_only_ci"] == bca_interval(
+        y, yhat, [], 0.95, 2, judge_weight=False)
+    assert block["interval_method"] == "bootstrap"
+    assert "resamples of the labels' mean, seed 2" in block["interval"]
