@@ -28,7 +28,7 @@ import json
 import os
 import random
 import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -193,21 +193,17 @@ def write_sheet(folder: str | Path, sheet: Sheet) -> dict[str, Path]:
     return {kind: folder / name for kind, name in FILES.items()}
 
 
-def label_sheet(run_dir: str | Path, n: int, seed: int, out: str | Path,
-                fill: Callable[[Sheet], None] | None = None) -> dict[str, Path]:
+def label_sheet(run_dir: str | Path, n: int, seed: int, out: str | Path) -> dict[str, Path]:
     """Draw ``n`` samples of the finished run in ``run_dir`` with ``seed`` and write the
     labelling sheet into the folder ``out``: ``labels.csv``, ``labels.jsonl`` and
     ``draw.json``. Refuses a folder that already holds any of them (a sheet may be filled
-    in) before reading the run, and again, for good, when it writes. ``fill`` may change
-    the drawn sheet before it is written (whole texts for cut ones). Returns the three
-    paths by kind."""
+    in) before reading the run, and again, for good, when it writes. Returns the three
+    paths by kind. (``harness label`` also fills in cut texts between the draw and the
+    write: ``draw_sheet``, then ``write_sheet``.)"""
     before = taken(Path(out))
     if before is not None:
         raise refuse_taken(before)
-    sheet = draw_sheet(run_dir, n, seed)
-    if fill is not None:
-        fill(sheet)
-    return write_sheet(out, sheet)
+    return write_sheet(out, draw_sheet(run_dir, n, seed))
 
 
 def _make_folder(folder: Path) -> list[Path]:
