@@ -7,15 +7,11 @@ read here (moved, another machine), keeps its cut texts, and ``harness label`` s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
 
 from harness.confidence.match import same_text
-from harness.confidence.sheet import write_sheet
-
-#: Line breaks JSON leaves raw but line readers split at, escaped as ``sheet`` writes them.
+from harness.confidence.sheet import Sheet
 
 
 def corpus_texts(run_dir: Path, wanted: Collection[str]) -> dict[str, str] | None:
@@ -38,10 +34,11 @@ def corpus_texts(run_dir: Path, wanted: Collection[str]) -> dict[str, str] | Non
     return {str(d.id): str(d.content) for d in corpus.documents if str(d.id) in wanted}
 
 
-def fill_cut_texts(paths: dict[str, Path], run_dir: Path) -> int:
-    """Replace the sheet's cut texts with whole ones from the run's corpus, in both files
-    and in ``draw.json``'s ``texts_cut``; how many were replaced."""
-    lines = [json.loads(x) for x in paths["jsonl"].read_text("utf-8").splitlines()]
+def fill_cut_texts(sheet: Sheet, run_dir: Path) -> int:
+    """Replace the drawn sheet's cut texts with whole ones from the run's corpus, before it
+    is written (``draw.json``'s ``texts_cut`` and ``texts_from_corpus`` too); how many were
+    replaced."""
+    lines = sheet.lines
     cut = {str(x["context_id"]) for x in lines if x["text_cut"] and x["context_id"] is not None}
     texts = corpus_texts(run_dir, cut) if cut else None
     if not texts:
@@ -54,14 +51,6 @@ def fill_cut_texts(paths: dict[str, Path], run_dir: Path) -> int:
             line["context"], line["text_cut"] = whole, 0
             filled += 1
     if filled:
-        _write(paths, lines, filled)
+        sheet.record["texts_cut"] = sum(int(line["text_cut"]) for line in lines)
+        sheet.record["texts_from_corpus"] = filled
     return filled
-
-
-def _write(paths: dict[str, Path], lines: list[dict[str, Any]], filled: int) -> None:
-    """The sheet again, as ``harness.confidence.sheet.label_sheet`` writes it."""
-    write_sheet(paths, lines)
-    record = json.loads(paths["draw"].read_text("utf-8"))
-    record["texts_cut"] = sum(int(line["text_cut"]) for line in lines)
-    record["texts_from_corpus"] = filled
-    paths["draw"].write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -1,11 +1,16 @@
 """The ``confidence`` block of one judged variant: the PPI++ mean and interval, beside the
-labels-only and the judge-only intervals (issue 33).
+labels-only and the judge-only intervals.
 
 PPI++ (Angelopoulos, Duchi and Zrnic, 2023) through the authors' ``ppi-python``:
 ``ppi_mean_pointestimate`` and ``ppi_mean_ci`` with ``lam=None`` (power tuning), the human
 scores of the labelled samples as ``Y``, the judge's scores on them as ``Yhat`` and the
 judge's scores on the unlabelled samples as ``Yhat_unlabeled``. The two classical intervals
 are ``ppi_py.classical_mean_ci``: the normal (central limit) interval, mean ± z·sd/√n.
+With fewer than ``BOOTSTRAP_BELOW`` labelled samples the PPI++ and the labels-only
+intervals are BCa bootstrap intervals instead (``bootstrap``), the block's
+``interval_method`` says which. ``labels_to_halve_width``: how many more labelled samples
+would halve the interval's width (``plan``; None: more than the run has, or too few labels
+to tell).
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.confidence import bootstrap, plan
 from harness.confidence.agreement import judge_agreement
 from harness.confidence.match import Judged, Matched
 from harness.core.errors import ConfigError
 from harness.metrics.ranking import average_precision
 
 METHOD = "ppi++"
+#: The block's ``interval`` for the central-limit intervals.
+CLT_TEXT = "normal (central limit), ppi_py.ppi_mean_ci and classical_mean_ci"
 INSTALL = "pip install 'harness-context-precision[confidence]'"
 #: Said in the block when the labelled samples were not drawn by ``label_sheet``.
 NOT_DRAWN = ("the labelled samples were not drawn by `harness label`: the interval assumes "
@@ -70,6 +78,7 @@ def confidence_block(
     agreement: dict[str, Any] | None = None,
     random_draw: bool = False,
     note: str | None = None,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """The ``confidence`` block of one variant.
 
@@ -81,6 +90,7 @@ def confidence_block(
         random_draw: Whether the labelled samples are the seeded draw of ``label_sheet``.
         note: Said beside the interval (``NOT_DRAWN`` when ``random_draw`` is False and
             nothing else is said).
+        seed: Seeds the bootstrap (``run.seed``), used below ``BOOTSTRAP_BELOW`` labels.
 
     Labelled samples the judge did not score cannot be paired and are left out (counted as
     ``n_labelled_unscored``).
@@ -88,7 +98,9 @@ def confidence_block(
     if not 0 < level < 1:
         raise ConfigError(f"confidence level: expected a number between 0 and 1, got {level!r}")
     scored = {k: float(v) for k, v in judge_scores.items() if v is not None}
-    labelled = [k for k in human_scores if k in scored]
+    # in id order: the bootstrap's resamples then do not depend on the order samples were
+    # scored in
+    labelled = sorted(k for k in human_scores if k in scored)
     if len(labelled) < 2:
         raise ConfigError(
             f"run.human_labels: {len(labelled)} labelled sample(s) the judge scored; the "
@@ -96,15 +108,22 @@ def confidence_block(
         )
     y = [float(human_scores[k]) for k in labelled]
     yhat = [scored[k] for k in labelled]
-    rest = [v for k, v in scored.items() if k not in human_scores]
-    labels_ci = classical_ci(y, level)
+    rest = [scored[k] for k in sorted(scored) if k not in human_scores]
+    small = len(y) < bootstrap.BOOTSTRAP_BELOW
+    labels_ci = (bootstrap.bca_interval(y, yhat, rest, level, seed, judge_weight=False)
+                 if small else classical_ci(y, level))
     if len(rest) < 2:  # everything (or all but one) labelled: nothing for the judge to add
         mean, ci = sum(y) / len(y), labels_ci
         unlabelled = "every scored sample is" if not rest else "all scored samples but one are"
         note = note or f"{unlabelled} labelled: the interval is the labels' own"
     else:
         mean, ci = ppi_mean_ci(y, yhat, rest, level)
+        if small:
+            ci = bootstrap.bca_interval(y, yhat, rest, level, seed)
     judge_all = list(scored.values())
+    more = None
+    if len(rest) >= 2 and len(y) >= plan.MIN_PAIRS:
+        more = plan.halving((ci[1] - ci[0]) / 2, y, yhat, judge_all, level)
     return {
         "method": METHOD, "level": level, "mean": mean, "ci": ci,
         "n_labelled": len(labelled), "n": len(scored),
@@ -113,7 +132,10 @@ def confidence_block(
         "judge_mean": sum(judge_all) / len(judge_all),
         "judge_only_ci": classical_ci(judge_all, level),
         "judge_agreement": agreement,
-        "interval": "normal (central limit), ppi_py.ppi_mean_ci and classical_mean_ci",
+        "interval": bootstrap.method_text(len(y), seed, judged=len(rest) >= 2) if small
+        else CLT_TEXT,
+        "interval_method": "bootstrap" if small else "clt",
+        "labels_to_halve_width": more,
         "random_draw": random_draw,
         "note": note if note is not None or random_draw else NOT_DRAWN,
     }
@@ -132,6 +154,7 @@ def variant_confidence(
     level: float = 0.95,
     random_draw: bool = False,
     note: str | None = None,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """The ``confidence`` block of one variant from its judged samples and the matched
     human verdicts; ``score`` turns a sample's human verdicts into its score with the
@@ -152,7 +175,7 @@ def variant_confidence(
         judge_chunks += given
     block = confidence_block(
         {s.id: s.score for s in judged}, human_scores, level,
-        judge_agreement(human_chunks, judge_chunks), random_draw, note,
+        judge_agreement(human_chunks, judge_chunks), random_draw, note, seed,
     )
     block["labels"] = matched.counts()
     return block

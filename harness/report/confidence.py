@@ -1,7 +1,9 @@
 """The "How sure is this number?" section of ``report.html``: for each variant with a
-``confidence`` block (issue 33), its three intervals side by side (PPI++, the human labels
+``confidence`` block, its three intervals side by side (PPI++, the human labels
 alone, the judge alone) as a table and a small drawing, how many samples people labelled,
-the block's note, and the judge's confusion matrix against the human verdicts.
+which interval it is (central limit, or the bootstrap with few labels), how many more labels
+would halve its width, the block's note, and the judge's confusion matrix against the human
+verdicts.
 
 The drawing is inline SVG built by the template from the numbers here (escaped as every
 value is); the table beside it holds the same numbers, so nothing is told by the drawing
@@ -13,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any
+
+from harness.report.confidence_lines import halving_line
 
 #: The three intervals, in the order shown: block keys of the mean and the interval, the
 #: row's name, what it says, and its Okabe–Ito colour.
@@ -171,6 +175,11 @@ def section(name: str, block: Mapping[str, Any]) -> dict[str, Any]:
     method = str(block.get("method", "ppi++")).upper()
     lead = (f"{rows[0]['mean']} {rows[0]['ci'] or ''} ({method}, {pct}): {n_lab} of {n} "
             f"scored samples labelled by people; the judge alone says {rows[2]['mean']}.")
+    boot = None
+    if block.get("interval_method") == "bootstrap":
+        boot = (f"With {n_lab} labelled samples the PPI++ and labels-only intervals are "
+                f"bootstrap intervals: {block.get('interval', '')}.")
+    halve = halving_line(dict(block))
     notes = []
     if block.get("note"):
         notes.append(str(block["note"]))
@@ -180,7 +189,9 @@ def section(name: str, block: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(unscored, int) and unscored:
         notes.append(f"{unscored:,} labelled sample(s) the judge did not score are left out.")
     return {"name": name, "level": pct, "lead": lead, "rows": rows, "plot": drawing(rows),
-            "notes": notes, "labels": labels_line(block), "agreement": agreement(block),
+            "notes": notes, "method": boot,
+            "halve": None if halve is None else halve[0].upper() + halve[1:] + ".",
+            "labels": labels_line(block), "agreement": agreement(block),
             "random_draw": bool(block.get("random_draw"))}
 
 
@@ -198,7 +209,9 @@ holds whatever the judge's errors (narrower than the labels alone when the judge
 {% if sections|length > 1 %}<h3>{{ s.name }}</h3>{% endif %}
 <p class="lead"><strong>{{ s.lead }}</strong></p>
 {% for note in s.notes %}<p class="conf-note"><strong>Note:</strong> {{ note }}</p>
-{% endfor %}<div class="conf-body">
+{% endfor %}{% if s.method %}<p class="conf-method">{{ s.method }}</p>
+{% endif %}{% if s.halve %}<p class="conf-halve">{{ s.halve }}</p>
+{% endif %}<div class="conf-body">
 <table class="intervals"><thead><tr><th>interval</th><th class="num">mean</th>
 <th class="num">{{ s.level }} interval</th><th class="num">width</th><th>samples</th></tr>
 </thead><tbody>{% for r in s.rows %}<tr data-interval="{{ r.name }}">

@@ -1,11 +1,13 @@
-"""The console's lines of a run with human labels (``run.human_labels``, issue 33): each
-variant's PPI++ mean and interval, the note on how the labelled samples were chosen, and the
-labels that did not fit the run."""
+"""The console's lines of a run with human labels (``run.human_labels``): each
+variant's PPI++ mean and interval (and, with few labels, that it is the bootstrap's), how
+many more labels would halve its width, the note on how the labelled samples were chosen,
+and the labels that did not fit the run."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from harness.confidence.plan import MIN_PAIRS
 from harness.confidence.ppi import NOT_DRAWN
 from harness.core.summary import RunSummary
 
@@ -29,10 +31,14 @@ def confidence_rows(summary: RunSummary) -> list[tuple[str, str]]:
             continue
         low, high = block["ci"]
         kappa = (block.get("judge_agreement") or {}).get("kappa")
+        boot = ", bootstrap" if block.get("interval_method") == "bootstrap" else ""
         rows.append(("confidence", (
-            f"{lead}mean {block['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++, "
+            f"{lead}mean {block['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++{boot}, "
             f"{block['n_labelled']} of {block['n']} labelled; judge alone "
             f"{block['judge_mean']:.3f}; kappa {'n/a' if kappa is None else f'{kappa:.2f}'})")))
+        halve = halving_line(block)
+        if halve is not None:
+            rows.append(("labels", lead + halve))
     first = next(block for _, block in named if block is not None)
     if first.get("note"):
         note = first["note"]
@@ -53,3 +59,17 @@ def unmatched(counts: dict[str, Any]) -> list[str]:
     if not parts:
         return []
     return [f"{counts.get('label_rows', 0):,} label rows: " + "; ".join(parts)]
+
+
+def halving_line(block: dict[str, Any]) -> str | None:
+    """How many more labels would halve the interval's width, with the command that draws
+    them; None when the block does not say (too few labels to tell)."""
+    more, (low, high) = block.get("labels_to_halve_width"), block["ci"]
+    half = (high - low) / 4
+    if isinstance(more, int) and not isinstance(more, bool):
+        return (f"{more:,} more labelled samples would halve the width (to ±{half:.3f}): "
+                f"harness label RUN_DIR --width {half:.3g}")
+    if block.get("n_labelled", 0) >= MIN_PAIRS and block.get("n", 0) > block["n_labelled"] + 1:
+        return (f"halving the width (to ±{half:.3f}) needs more labelled samples than the "
+                f"run's {block['n']:,}")
+    return None

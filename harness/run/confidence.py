@@ -60,6 +60,7 @@ class HumanLabels:
         file: The labels file (``None``: the qrels).
         drawn: The qrels' drawn sample ids, and the draw's record.
         min_grade: The dataset's, for the qrels' grades.
+        seed: ``run.seed``, for the bootstrap interval of few labels.
     """
 
     source: str
@@ -70,6 +71,7 @@ class HumanLabels:
     drawn: set[str] = field(default_factory=set)
     draw: dict[str, Any] | None = None
     min_grade: float = 1.0
+    seed: int = 0
     verdicts: dict[str, tuple[int, ...]] = field(default_factory=dict)
     judged: dict[str | None, list[Judged]] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
@@ -140,7 +142,7 @@ class HumanLabels:
                 continue
             try:
                 block = variant_confidence(self.judged.get(name, []), matched, score,
-                                           self.level, random_draw, note)
+                                           self.level, random_draw, note, self.seed)
             except ConfigError as e:  # too few labelled samples: the outputs stay, exit 3
                 tally.no_interval = f"{e}; {_label_counts(matched.counts())}"
                 return
@@ -183,7 +185,8 @@ def human_labels(parts: Parts) -> HumanLabels | None:
     if not any(scorers.values()):
         raise ConfigError(f"run.human_labels: {_lacking(parts)}")
     min_grade = parts.dataset.min_grade
-    out = HumanLabels(run.human_labels, scorers, run.confidence_level, min_grade=min_grade)
+    out = HumanLabels(run.human_labels, scorers, run.confidence_level, min_grade=min_grade,
+                      seed=run.seed)
     if run.human_labels == QRELS:
         out.drawn, out.draw, out.source = _qrels_draw(parts)
         return out
@@ -192,6 +195,11 @@ def human_labels(parts: Parts) -> HumanLabels | None:
     else:
         out.file = read_labels(run.human_labels, min_grade)
         out.source = out.file.path
+        if not out.file.labels:
+            raise ConfigError(
+                f"run.human_labels: none of the {out.file.blank:,} rows of {out.source} has a "
+                "verdict yet: fill in the relevant column (1 relevant, 0 not), or drop "
+                "run.human_labels")
     for label in out.file.labels:
         out.labels.setdefault(label.sample_id, []).append(label)
     _check_ids(out, parts)

@@ -1,4 +1,4 @@
-"""``harness label RUN_DIR N`` (issue 33, item 4): a seeded uniform draw of N samples from a
+"""``harness label RUN_DIR N``: a seeded uniform draw of N samples from a
 finished run, written as the labelling sheet that ``run.human_labels`` reads back; bad input
 is one line and exit 2, Ctrl-C one line and 130. In process through ``harness``'s own entry
 point, as a user types it; the ``slow`` ones as a process."""
@@ -179,8 +179,14 @@ def test_cut_texts_are_said_in_one_line(
     (("{run}", "ten"), "error: harness label: argument N: expected a whole number"),
     (("{run}", "31"), "error: label: 31 samples asked for, but the run has 30 samples with "
                       "retrieved chunks; ask for at most that many"),
-    (("{run}",), "error: harness label: the following arguments are required: N; see "
-                 "harness label --help"),
+    (("{run}",), "error: harness label: give N (how many samples to draw) or --width W (a "
+                 "half-width), not neither; see harness label --help"),
+    (("{run}", "5", "--width", "0.05"), "error: harness label: give N (how many samples to "
+                                        "draw) or --width W (a half-width), not both"),
+    (("{run}", "--width", "0"), "error: harness label: argument --width: expected a "
+                                "half-width above 0 and below 1 (scores lie in [0, 1]), got 0"),
+    (("{run}", "--width", "wide"), "error: harness label: argument --width: expected a "
+                                   "half-width such as 0.03, got 'wide'"),
     (("{run}", "5", "--seed", "x"), "error: harness label: argument --seed: expected a whole "
                                     "number, got 'x'"),
     (("{run}", "5", "--out", "{tmp}/file"), "error: label: --out {tmp}/file is a file; name a "
@@ -207,8 +213,8 @@ def test_help_lists_it_and_a_typo_names_it(
     assert ("  harness label    draw the samples to label from a finished run; write their "
             "sheet") in out.split("== Commands ==", 1)[1].splitlines()
     code, out, _ = harness(monkeypatch, capsys, "label", "--help")
-    assert code == 0 and out.startswith("usage: harness label [-h] [--seed SEED] [--out OUT] "
-                                        "RUN_DIR N")
+    assert code == 0 and out.startswith("usage: harness label [-h] [--width W] [--seed SEED] "
+                                        "[--out OUT] RUN_DIR [N]")
     for typo in ("lable", "labels", "labl"):
         code, out, err = harness(monkeypatch, capsys, typo, "run", "5")
         assert (code, out) == (2, "")
@@ -249,17 +255,3 @@ def test_ctrl_c_while_reading_a_large_run_is_one_line_and_130(tmp_path: Path) ->
     assert (proc.returncode, out) == (130, ""), err
     assert err == "interrupted (signal 2): harness label stopped; no sheet was written\n"
     assert not (tmp_path / "s").exists()
-
-
-def test_a_write_that_fails_mid_sheet_leaves_no_half_sheet(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        run_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "sheet"
-    out.mkdir()
-    (out / "labels.jsonl").symlink_to(tmp_path / "gone" / "labels.jsonl")  # CSV first, then this
-    code, stdout, err = harness(monkeypatch, capsys, "label", str(run_dir), "3", "--out", str(out))
-    assert (code, stdout) == (2, "")
-    assert err == (f"error: cannot read or write {out / 'labels.jsonl'} (No such file or "
-                   "directory)\n")
-    assert sorted(p.name for p in out.iterdir()) == ["labels.jsonl"]  # the link, left as found
-    assert (out / "labels.jsonl").is_symlink()

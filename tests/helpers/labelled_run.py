@@ -1,4 +1,4 @@
-"""A small labelled run for the confidence tests (issue 33): a JSON-lines dataset whose
+"""A small labelled run for the confidence tests: a JSON-lines dataset whose
 samples have K ranked chunks with ids, texts and reference ids (the truth), a fixture judge's
 labels that err deterministically (lenient: some irrelevant chunks called relevant), and a
 human labels file holding the truth for some samples."""

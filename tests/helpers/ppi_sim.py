@@ -1,4 +1,4 @@
-"""Seeded synthetic samples and judges for the PPI coverage tests (issue 33).
+"""Seeded synthetic samples and judges for the PPI coverage tests.
 
 A sample has K ranked chunks with human verdicts; a judge sees each chunk and errs by its
 kind: ``lenient`` calls 25 % of the irrelevant chunks relevant, ``strict`` misses 40 % of

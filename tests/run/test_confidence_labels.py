@@ -1,4 +1,4 @@
-"""Where a run's human labels come from (issue 33): the dataset's own qrels for a seeded
+"""Where a run's human labels come from: the dataset's own qrels for a seeded
 uniform draw (same seed, same samples; the block's numbers ppi_py's on those samples),
 human feedback on MLflow traces, and the settings that go with them."""
 
@@ -15,6 +15,7 @@ from conftest import run_cli
 from helpers.errors import fails
 from helpers.labelled_run import judge_verdicts, truth, write_dataset, write_judge
 
+from harness.confidence.bootstrap import bca_interval
 from harness.core.errors import ConfigError
 from harness.core.settings import RunSettings
 
@@ -65,13 +66,24 @@ def test_qrels_label_a_seeded_uniform_draw(world: dict[str, Any], tmp_path: Path
     assert block["labels_source"].startswith("qrels of ")
     assert sorted(r["id"] for r in first.rows() if "human_verdicts" in r) == sorted(drawn)
     human, judge = world["human"], world["judge"]
-    y = np.array([ap(human[k], EPS) for k in drawn])
-    yhat = np.array([ap(judge[k], EPS) for k in drawn])
-    rest = np.array([ap(judge[k], EPS) for k in ids if k not in drawn])
-    lo, hi = ppi_py.ppi_mean_ci(y, yhat, rest, alpha=0.05, lam=None)
-    assert block["ci"] == pytest.approx([lo[0], hi[0]], rel=1e-9)
+    y = np.array([ap(human[k], EPS) for k in sorted(drawn)])  # the block takes ids in order
+    yhat = np.array([ap(judge[k], EPS) for k in sorted(drawn)])
+    rest = np.array([ap(judge[k], EPS) for k in sorted(ids) if k not in drawn])
+    # 12 labelled: the bootstrap interval (tests/confidence/test_bootstrap.py checks it
+    # against scipy's), over the run's own arrays and seeded by run.seed
+    assert block["interval_method"] == "bootstrap"
+    assert block["ci"] == pytest.approx(bca_interval(y, yhat, rest, 0.95, seed=0), rel=1e-9)
+    assert block["labels_only_ci"] == pytest.approx(
+        bca_interval(y, yhat, rest, 0.95, seed=0, judge_weight=False), rel=1e-9)
     assert block["mean"] == pytest.approx(
         ppi_py.ppi_mean_pointestimate(y, yhat, rest, lam=None)[0], rel=1e-9)
+    assert again.summary()["confidence"]["ci"] == block["ci"]  # same seed, same interval
+    other_drawn = sorted(other.summary()["confidence"]["draw"]["drawn"])
+    y1 = np.array([ap(human[k], EPS) for k in other_drawn])
+    yhat1 = np.array([ap(judge[k], EPS) for k in other_drawn])
+    rest1 = np.array([ap(judge[k], EPS) for k in sorted(ids) if k not in other_drawn])
+    assert other.summary()["confidence"]["ci"] == pytest.approx(
+        bca_interval(y1, yhat1, rest1, 0.95, seed=1), rel=1e-9)
     assert "note" not in first.stdout
 
 

@@ -1,4 +1,4 @@
-"""A run with human labels (issue 33): the ``confidence`` block in summary.json equals
+"""A run with human labels: the ``confidence`` block in summary.json equals
 ppi_py's interval over the run's own arrays, the kappa scikit-learn's, the labelled rows
 carry the human verdicts and scores, MLflow gets ppi_mean/ci_low/ci_high/kappa, the gate and
 the objective take them, and labels that do not fit are counted aloud."""
@@ -27,7 +27,7 @@ from helpers.labelled_run import (
 ppi_py = pytest.importorskip("ppi_py")
 metrics = pytest.importorskip("sklearn.metrics")
 
-N, LABELLED, EPS = 60, 20, 1e-10
+N, LABELLED, EPS = 90, 50, 1e-10
 LLM = "llm_with_reference"
 
 
@@ -39,8 +39,9 @@ def ap(verdicts: list[int], eps: float) -> float:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Dataset, a lenient judge's labels and the human labels of 20 samples (by chunk id,
-    rank and text), with one label for a sample and one for a chunk the run lacks."""
+    """Dataset, a lenient judge's labels and the human labels of 50 samples (enough for the
+    central-limit interval; by chunk id, rank and text), with one label for a sample and one
+    for a chunk the run lacks."""
     folder = tmp_path_factory.mktemp("labelled")
     human = truth(N)
     judge = judge_verdicts(human, 0.3)
@@ -103,18 +104,18 @@ def test_the_block_is_ppi_py_s_on_the_run_s_arrays(world: dict[str, Any], tmp_pa
             assert "human_verdicts" not in row and "human_score" not in row
     # the console: the interval line, the note, the labels the run does not have
     low, high = block["ci"]
-    line = (f"mean {block['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++, 20 of 60 labelled; "
+    line = (f"mean {block['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++, 50 of 90 labelled; "
             f"judge alone {want['judge_mean']:.3f}; kappa {want['kappa']:.2f})")
     assert re.search(r"\n  confidence\s+" + re.escape(line) + "\n", result.stdout)
     assert "not a recorded random draw" in result.stdout
-    assert re.search(r"labels\s+82 label rows: 1 for samples this run does not have; 1 for "
+    assert re.search(r"labels\s+202 label rows: 1 for samples this run does not have; 1 for "
                      r"chunks their sample did not retrieve", result.stdout), result.stdout
     [run] = mlflow_runs.runs(mlflow_store, "harness")
     logged = run.data.metrics
     assert logged["ppi_mean"] == pytest.approx(want["mean"], rel=1e-9)
     assert [logged["ci_low"], logged["ci_high"]] == pytest.approx(want["ci"], rel=1e-9)
     assert logged["kappa"] == pytest.approx(want["kappa"], abs=1e-12)
-    assert "20 of 60 samples labelled" in run.data.tags["mlflow.note.content"]
+    assert "50 of 90 samples labelled" in run.data.tags["mlflow.note.content"]
 
 
 def test_the_level_is_the_run_s(world: dict[str, Any], tmp_path: Path) -> None:

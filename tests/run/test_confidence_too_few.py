@@ -25,18 +25,21 @@ pytest.importorskip("ppi_py")
 @pytest.mark.parametrize(("rows_for", "said"), [
     # one sample fully labelled, another in part: one usable
     ("one_and_a_part", "of 7 label rows, 1 samples are labelled in part"),
-    # a sheet drawn but not filled in yet
-    ("blank", "none of its 8 rows has a verdict yet: fill in the relevant column"),
+    # two samples labelled, but under ids another run's samples have
+    ("one_and_others", "of 5 label rows, 4 name samples this run does not have"),
 ])
 def test_too_few_labelled_samples_keep_the_outputs_and_exit_3(
         tmp_path: Path, rows_for: str, said: str) -> None:
+    """Known only once the samples are retrieved: the run is kept. (A sheet with no verdict
+    yet is refused before any work: tests/run/test_confidence_refusals.py.)"""
     human = truth(12)
     judge = judge_verdicts(human, 0.3)
     ids = sorted(human)
     if rows_for == "one_and_a_part":
         rows = label_rows(human, ids[:1]) + label_rows(human, ids[1:2])[:3]
     else:
-        rows = [dict(r, relevant=None) for r in label_rows(human, ids[:2])]
+        rows = label_rows(human, ids[:1])[:1] + [dict(r, id="elsewhere") for r in
+                                                 label_rows(human, ids[1:2])]
     labels = write_labels(tmp_path, rows)
     result = run_cli("dataset=jsonl", f"dataset.path={write_dataset(tmp_path, human)}",
                      "metric=llm_with_reference", "judge=fixture",
