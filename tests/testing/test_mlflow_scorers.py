@@ -15,10 +15,10 @@ from helpers.traced_rag import CORPUS, LABELS, RELEVANT, Recorded, record
 from harness.testing.mlflow_scorers import ContextPrecision
 from harness.testing.traces import evaluate_traces
 
-#: raised inside MLflow's evaluate (its dataset digest), not by harness: kept out of the
-#: suite's warnings summary, which a newcomer reads as something gone wrong
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Starting with pandas version 4.0 all arguments:DeprecationWarning")
+#: MLflow's evaluate on recorded traces: seconds each. Its pandas warning is raised inside
+#: MLflow (its dataset digest), not by harness: kept out of the warnings summary
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings(
+    "ignore:Starting with pandas version 4.0 all arguments:DeprecationWarning")]
 SCORED = ("capital of France", "boiling point of water", "largest planet")
 
 
