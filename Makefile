@@ -33,7 +33,9 @@ lint:  ## ruff
 types:  ## mypy --strict on harness/
 	$(VENV_BIN)mypy
 
-docs:  ## the documentation site, strictly (broken links fail); output in site/
+docs:  ## the documentation site, strictly (broken links fail); output in site/ (adds the docs extra to the venv if missing)
+	@test -x $(PY) || { echo "error: no $(PY): set up the venv first (README: python3 -m venv .venv && . .venv/bin/activate && pip install -e .)" >&2; exit 2; }
+	@test -x $(VENV_BIN)mkdocs || { echo "installing the docs extra into $(VENV_BIN:/=): pip install -e '.[docs]'"; $(PY) -m pip install -q -e '.[docs]'; }
 	$(VENV_BIN)mkdocs build --strict
 
 wheel:  ## build the wheel into dist/

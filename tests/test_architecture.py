@@ -170,6 +170,7 @@ def test_every_room_has_a_rank():
     assert rooms <= set(RANKS), rooms - set(RANKS)
 
 
+@pytest.mark.slow
 def test_no_import_against_the_layer_order():
     modules = _modules()
     graph = {name: _imports(name, path, set(modules)) for name, path in modules.items()}

@@ -33,6 +33,9 @@ _HELP = {"-h", "--help"}
 
 def main() -> None:
     """Console entry point of ``harness`` (and ``python -m harness``)."""
+    from harness.cli.deps import check
+
+    check()  # a Python without the harness's libraries: one line, not a traceback
     args = sys.argv[1:]
     word = args[0] if args else ""
     if word in COMMANDS:

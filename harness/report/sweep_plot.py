@@ -4,7 +4,9 @@ interval as an error bar, on a y axis that does not blow a small gap up to the w
 Each job's interval is the normal one of its mean (``first_screen.normal_interval``) over
 the per-sample values of its ``samples.jsonl`` (``score`` for ``mean``, the row's own
 ``ndcg_at_10``, ... for a retrieval metric); none where the rows hold no such value or their
-mean is not the objective's (a timing, a count).
+mean is not the objective's (a timing, a count). Drawn, a bar is clipped to its metric's
+range ([0, 1] for scores and the retrieval metrics): the normal interval of a mean near 1
+reaches past 1, where no mean can be; the caption says how many bars were clipped.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.core.metric_names import is_retrieval
 from harness.report.first_screen import normal_interval
 
 #: The least span of a y axis over values in [0, 1] (scores, rates): a gap of 0.01 fills
@@ -58,6 +61,35 @@ def job_interval(folder: Path | None, objective: str, value: float,
         return None  # the rows' mean is not the objective's: no bar rather than a wrong one
     half = (bounds[1] - bounds[0]) / 2
     return value - half, value + half
+
+
+def metric_range(objective: str, points: Sequence[Point]) -> tuple[float, float] | None:
+    """The range ``objective`` lies in by its definition: [0, 1] for a variant's ``mean``
+    and ``success_rate`` and the retrieval metrics (``ndcg_at_10``, ``mrr``, ...); ``None``
+    for the others (times, counts) and where a job's value lies outside [0, 1] (a metric
+    of your own that is no score)."""
+    name = objective.rsplit("/", 1)[-1]
+    bounded = name in ("mean", "success_rate") or (
+        is_retrieval(name) and name != "retrieval_depth")
+    if not bounded or any(not 0.0 <= p.y <= 1.0 for p in points):
+        return None
+    return 0.0, 1.0
+
+
+def clipped(points: Sequence[Point], bounds: tuple[float, float] | None
+            ) -> tuple[list[Point], int]:
+    """``points`` with each bar clipped to ``bounds``, and how many bars were."""
+    if bounds is None:
+        return list(points), 0
+    lo, hi = bounds
+    out, count = [], 0
+    for p in points:
+        if p.low is None or p.high is None or (lo <= p.low and p.high <= hi):
+            out.append(p)
+            continue
+        out.append(Point(p.x, p.y, min(max(p.low, lo), hi), max(min(p.high, hi), lo)))
+        count += 1
+    return out, count
 
 
 def y_range(points: Sequence[Point]) -> tuple[tuple[float, float] | None, str]:
@@ -114,6 +146,8 @@ def draw(ax: Any, points: list[Point], key: str, objective: str, maximize: bool,
     """Draw ``points`` on ``ax``; returns the plot's caption (the bars, the y axis)."""
     from harness.report.plots import BLUE, ORANGE
 
+    bounds = metric_range(objective, points)
+    points, cut = clipped(points, bounds)
     numeric = all(_number(p.x) is not None for p in points)
     labels = sorted({p.x for p in points}, key=lambda x: _number(x) or 0.0) if numeric else (
         list(dict.fromkeys(p.x for p in points)))
@@ -128,7 +162,9 @@ def draw(ax: Any, points: list[Point], key: str, objective: str, maximize: bool,
                           [(p.high or 0.0) - p.y for p in bars]],
                     fmt="none", ecolor=BLUE, elinewidth=1.2, capsize=4, zorder=2)
     ax.scatter(xs, ys, color=BLUE, label=f"a job ({len(points)})"
-               + (f", {level:.0%} interval" if bars else ""), zorder=3, clip_on=False)
+               + (f", {level:.0%} interval" if bars else "")
+               + (f" (clipped to [{bounds[0]:g}, {bounds[1]:g}])" if cut and bounds else ""),
+               zorder=3, clip_on=False)
     ax.plot([at[x] for x in labels], [best[x] for x in labels], color=ORANGE,
             linestyle="--" if numeric else "none", marker="s", markerfacecolor="none",
             markersize=11, label="best at each value")
@@ -142,6 +178,9 @@ def draw(ax: Any, points: list[Point], key: str, objective: str, maximize: bool,
     ax.set(xlabel=key, ylabel=objective, title=f"{objective} by {key}")
     ax.legend(frameon=False)
     where = (f"Bars: each job's {level:.0%} interval of its {objective} (normal "
-             "approximation over its samples; sampling noise only)" if bars
+             "approximation over its samples; sampling noise only"
+             + (f"; clipped to [{bounds[0]:g}, {bounds[1]:g}], the range of {objective}"
+                if bounds else "")
+             + (f": {cut} of {len(bars)} bars reached past it" if cut else "") + ")" if bars
              else f"No bars: the jobs' rows hold no per-sample {objective}")
     return ". ".join(s for s in (where, said) if s) + "."

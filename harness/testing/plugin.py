@@ -83,12 +83,14 @@ class Summary:
                 self.lines.append((str(value[0]), bool(value[1])))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """One line per check the session made, if it made any."""
+        """One line per check the session made, if it made any; counts of zero are left
+        out, as pytest leaves them out (a run whose checks all passed says no "failed")."""
         if not self.lines:
             return
         failed = sum(1 for _, bad in self.lines if bad)
-        terminalreporter.write_sep("=", f"harness context precision: {len(self.lines) - failed} "
-                                        f"passed, {failed} failed")
+        counts = [f"{n} {word}" for n, word in ((len(self.lines) - failed, "passed"),
+                                                (failed, "failed")) if n]
+        terminalreporter.write_sep("=", f"harness context precision: {', '.join(counts)}")
         for line, _ in self.lines:
             terminalreporter.write_line(line)
 

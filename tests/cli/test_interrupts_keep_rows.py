@@ -137,6 +137,7 @@ def test_without_tracking_the_line_names_no_mlflow_run_and_no_judge(
     assert "judge" not in line and "MLflow" not in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric", ["metric=id_ranked", "metric=[id_ranked,id_based]"])
 def test_a_retriever_raising_at_query_11_keeps_the_ten_rows_before_it(
         own: tuple[Path, str], metric: str) -> None:

@@ -119,6 +119,7 @@ def test_same_seed_same_samples_another_seed_others(
     assert json.loads((tmp_path / "d" / "draw.json").read_text())["seed"] == 0
 
 
+@pytest.mark.slow
 def test_the_draw_is_uniform_over_the_runs_samples(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         run_dir: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import TEST_DATA, run_cli
 
 TINY = TEST_DATA / "beir_tiny"
@@ -21,6 +22,7 @@ def error_lines(stderr: str) -> list[str]:
     return [x for x in stderr.splitlines() if x.startswith("error: ")]
 
 
+@pytest.mark.slow
 def test_override_dirname_job_folders_get_the_sweep_report(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     result = run_cli("-m", *BEIR, "retriever.top_k=1,3", f"hydra.sweep.dir={sweep}",
@@ -42,6 +44,7 @@ def test_override_dirname_job_folders_get_the_sweep_report(tmp_path: Path) -> No
     assert "retriever.top_k%3D1" in html and "retriever.top_k%3D3" in html
 
 
+@pytest.mark.slow
 def test_a_run_never_reuses_an_earlier_sweeps_folder(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     result = run_cli("-m", *BEIR, "retriever.top_k=1,2", f"hydra.sweep.dir={sweep}",
@@ -65,6 +68,7 @@ def test_a_run_never_reuses_an_earlier_sweeps_folder(tmp_path: Path) -> None:
     assert error_lines(result.stderr)[0].startswith(f"error: hydra.run.dir={failed}: ")
 
 
+@pytest.mark.slow
 def test_hydra_files_stay_inside_the_run_folder(tmp_path: Path) -> None:
     first = run_cli(*BEIR, f"hydra.run.dir={tmp_path / 'done'}", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
@@ -97,6 +101,7 @@ def test_a_sweep_objective_named_twice_stops_before_any_job(tmp_path: Path) -> N
         assert not list(sweep.rglob("summary.json")) and "#0" not in result.stdout
 
 
+@pytest.mark.slow
 def test_two_jobs_never_share_a_folder(tmp_path: Path) -> None:
     # a constant sub-folder, and a swept key the folder name leaves out: refused up front
     for subdir, fragment in (("same", "every job of the sweep would write into the same"),

@@ -39,6 +39,7 @@ def runs_of(uri: str, experiment: str) -> tuple[list["Run"], list["Run"]]:
     return parents, children
 
 
+@pytest.mark.slow
 def test_grid_lands_child_runs_under_one_parent(tmp_path: Path, mlflow_store: str) -> None:
     sweep(tmp_path, "metric=id_based,id_ranked", "retriever.top_k=2,4", "experiment_name=grid",
           env={"MLFLOW_TRACKING_URI": mlflow_store})

@@ -45,6 +45,7 @@ def store(tmp_path: Path) -> dict[str, Any]:
             "cwd": tmp_path}
 
 
+@pytest.mark.slow
 def test_a_deleted_baseline_is_never_gated_on_silently(
         store: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     base, worse = store["base"], store["worse"]
@@ -80,6 +81,7 @@ def test_a_deleted_baseline_is_never_gated_on_silently(
     assert code == 4
 
 
+@pytest.mark.slow
 def test_a_deleted_experiment_is_not_compared(
         store: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     store["client"].delete_experiment(store["exp"].experiment_id)

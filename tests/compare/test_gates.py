@@ -21,6 +21,8 @@ from harness.core.errors import ConfigError
 from harness.core.types import RagSample
 from harness.metrics.retrieval import recall_at_k, sample_grades
 
+#: sweeps into a store the module shares, and compare on them: seconds each
+pytestmark = pytest.mark.slow
 SAMPLE = ROOT / "harness" / "data" / "sample_rag.jsonl"
 #: id_based scores by hand (|set(retrieved) & reference| / |set(retrieved)|): q1 1/2, q2 2/2,
 #: q3 unscored (no reference ids), q4 1/2. So run.limit=2: mean 0.75, 0 unscored;

@@ -177,6 +177,7 @@ def test_sweep_parent_ranks_by_a_minimised_objective(mlflow_store: str) -> None:
     assert "sweep.pareto_runs" not in run.data.tags
 
 
+@pytest.mark.slow
 def test_sweep_parent_tags_the_pareto_children(mlflow_store: str) -> None:
     from harness.tracking.sweep import close_parent
 
@@ -233,6 +234,7 @@ def test_console_summary_marks_the_pareto_jobs(tmp_path: Path) -> None:
 # --- compare ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_compare_draws_and_logs_the_front_to_the_parent(mlflow_store: str,
                                                         tmp_path: Path) -> None:
     from harness.compare import compare
@@ -265,6 +267,7 @@ def test_compare_draws_and_logs_the_front_to_the_parent(mlflow_store: str,
     assert png.shape[0] > 300 and png.shape[1] > 500
 
 
+@pytest.mark.slow
 def test_compare_pareto_key_choices_and_errors(mlflow_store: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     from harness.cli.compare import main

@@ -66,6 +66,7 @@ NOISY = {"fast": {"ndcg_at_10": 0.70, "retrieval_p50_ms": 0.40, "retrieval_p95_m
                     "retrieval_max_ms": 1.10, "n_samples": 20, "mean": 0.75}}
 
 
+@pytest.mark.slow
 def test_no_front_unless_asked(mlflow_store: str) -> None:
     one = _store(mlflow_store, NOISY, objective="ndcg_at_10")  # run.objective: one
     result = compare(one, "ndcg_at_10", tracking_uri=mlflow_store, bootstrap=20, log=False,

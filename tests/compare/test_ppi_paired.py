@@ -121,6 +121,7 @@ def test_paired_ppi_equals_ppi_py_on_the_same_arrays() -> None:
     assert paired_ppi(judge_b, judge_a, {"q1": 0.0}, {"q1": 1.0}) is None  # one in both
 
 
+@pytest.mark.slow
 def test_the_verdict_flips_when_the_judges_difference_is_an_artefact(
         tmp_path: Path, uri: str) -> None:
     """The judge is lenient on the baseline's chunks only: by the judge the candidate is
@@ -165,6 +166,7 @@ def test_the_verdict_flips_when_the_judges_difference_is_an_artefact(
     assert ranked["test"]["ppi"]["ci"] == pytest.approx([-ci[1], -ci[0]], abs=1e-12)
 
 
+@pytest.mark.slow
 def test_labels_on_different_samples_fall_back_with_a_note(tmp_path: Path, uri: str) -> None:
     s = systems()
     base = log_run(uri, tmp_path, "a", rows_of(s["a"], range(0, 150)))
@@ -184,6 +186,7 @@ def test_labels_on_different_samples_fall_back_with_a_note(tmp_path: Path, uri: 
     assert any(n.startswith("only baseline has human labels") for n in result["notes"])
 
 
+@pytest.mark.slow
 def test_runs_of_several_variants_read_the_compared_variants_labels(
         tmp_path: Path, uri: str) -> None:
     """Labels inside ``variants.<name>``: ``mean`` pairs the headline (first) variant, and
@@ -215,6 +218,7 @@ def test_runs_of_several_variants_read_the_compared_variants_labels(
     assert other["test"]["interval_used"] == "bootstrap" and "ppi" not in other["test"]
 
 
+@pytest.mark.slow
 def test_real_runs_with_labels_from_the_cli(tmp_path: Path, uri: str) -> None:
     """Two runs by the CLI on one dataset with one labels file (run.human_labels), the judge
     lenient in the baseline only: the same chunks, so people see no difference at all; the

@@ -34,6 +34,7 @@ def test_environment_interpolations_are_read_at_each_call(
     assert api.composed(overrides).tracking.tracking_uri == "sqlite:///second.db"
 
 
+@pytest.mark.slow
 def test_repeated_and_concurrent_calls_give_the_same_results() -> None:
     jobs = [("id_based", ()), ("id_ranked", ()), ("non_llm", ("metric.threshold=0.9",)),
             ("non_llm", ("metric.measure=jaro_winkler",))]

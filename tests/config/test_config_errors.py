@@ -112,6 +112,7 @@ def test_callbacks_and_logging_factories_in_an_experiment_file(tmp_path: Path) -
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_a_logging_config_that_does_not_configure(tmp_path: Path) -> None:
     result = run_cli(*BEIR, "hydra.job_logging.formatters.simple.format='%(nope'", cwd=tmp_path)
     line = one_line(result, 2, "hydra.job_logging.formatters.simple: ")

@@ -136,6 +136,7 @@ def test_a_setting_no_listed_variant_has_is_exit_1_as_for_one_variant(tmp_path: 
                      cwd=tmp_path), 1, "nope")
 
 
+@pytest.mark.slow
 def test_variants_read_the_users_config_folders(tmp_path: Path) -> None:
     dataset = write_rows(tmp_path / "q.jsonl")
     search = user_conf(tmp_path, {

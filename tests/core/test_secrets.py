@@ -74,6 +74,7 @@ def test_credentials_in_the_tracking_uri_never_leave_the_process(
     assert "http://***@127.0.0.1" in config  # the setting is recorded, without credentials
 
 
+@pytest.mark.slow
 def test_credentials_in_a_sweep_override_reach_no_job_folder(tmp_path: Path) -> None:
     url = f"http://bob:{SECRET}@127.0.0.1:{free_port()}/v1"
     sweep = tmp_path / "sweep"

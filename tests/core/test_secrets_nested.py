@@ -157,6 +157,7 @@ def test_secrets_in_a_mapping_setting_reach_no_file_of_the_run(
                                              "auth": [MASK, MASK], "k": 10}
 
 
+@pytest.mark.slow
 def test_secrets_in_a_sweep_reach_no_job_folder_nor_multirun_yaml(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     name, data = _setup(tmp_path, monkeypatch)

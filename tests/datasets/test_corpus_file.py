@@ -152,6 +152,7 @@ def test_the_corpus_is_part_of_the_data_hash(tmp_path: Path) -> None:
     assert len(hashes) == 3
 
 
+@pytest.mark.slow
 def test_a_sweep_over_top_k_on_your_corpus(tmp_path: Path) -> None:
     qfile, dfile = write_questions(tmp_path, "jsonl"), write_corpus(tmp_path, "jsonl")
     sweep = tmp_path / "sweep"
@@ -250,6 +251,7 @@ def test_a_bad_documents_file_is_one_line(tmp_path: Path, text: str,
     fails(result, *fragments)
 
 
+@pytest.mark.slow
 def test_bad_csv_and_missing_corpus_files(tmp_path: Path) -> None:
     qfile = write_questions(tmp_path, "jsonl")
     base = ("dataset=jsonl", f"dataset.path={qfile}", "retriever=bm25", "metric=id_ranked",
@@ -271,6 +273,7 @@ def test_bad_csv_and_missing_corpus_files(tmp_path: Path) -> None:
           "dup.parquet:2: field 'id'", "duplicate id 'a'")
 
 
+@pytest.mark.slow
 def test_shards_search_the_same_corpus(tmp_path: Path) -> None:
     qfile, dfile = write_questions(tmp_path, "jsonl"), write_corpus(tmp_path, "jsonl")
     args = ("dataset=jsonl", f"dataset.path={qfile}", f"dataset.corpus={dfile}",
@@ -283,6 +286,7 @@ def test_shards_search_the_same_corpus(tmp_path: Path) -> None:
     assert sharded.summary()["dataset"]["documents"] == len(DOCS)
 
 
+@pytest.mark.slow
 def test_a_custom_retriever_sweeps_on_your_corpus(tmp_path: Path, own: str) -> None:
     qfile, dfile = write_questions(tmp_path, "csv"), write_corpus(tmp_path, "csv")
     sweep = tmp_path / "sweep"

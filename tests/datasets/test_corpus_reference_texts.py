@@ -127,6 +127,7 @@ def corpus(tmp_path: Path) -> Path:
     return write(tmp_path / "docs.jsonl", DOCS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("retriever", ["precomputed", "bm25"])
 def test_ids_and_a_corpus_score_as_texts_written_by_hand(
     tmp_path: Path, corpus: Path, retriever: str
@@ -150,6 +151,7 @@ def test_ids_and_a_corpus_score_as_texts_written_by_hand(
     assert len(scores) > 2  # the comparison is not between constants
 
 
+@pytest.mark.slow
 def test_non_llm_against_rapidfuzz_by_hand(tmp_path: Path, corpus: Path) -> None:
     ids_only = write(tmp_path / "ids.jsonl", QUESTIONS)
     rows = per_variant(run(tmp_path, ids_only, f"dataset.corpus={corpus}"))
@@ -164,6 +166,7 @@ def test_non_llm_against_rapidfuzz_by_hand(tmp_path: Path, corpus: Path) -> None
     assert rows["q2"]["non_llm"]["score"] == pytest.approx((1 / 2 + 2 / 4) / 2, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_a_sample_with_its_own_reference_texts_keeps_them(tmp_path: Path,
                                                            corpus: Path) -> None:
     ids_only = write(tmp_path / "ids.jsonl", QUESTIONS)
@@ -173,6 +176,7 @@ def test_a_sample_with_its_own_reference_texts_keeps_them(tmp_path: Path,
     assert rows["q7"]["non_llm"]["similarities"] == pytest.approx(own, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_an_id_missing_from_the_corpus_is_counted_once(tmp_path: Path, corpus: Path) -> None:
     ids_only = write(tmp_path / "ids.jsonl", QUESTIONS)
     result = run(tmp_path, ids_only, f"dataset.corpus={corpus}")

@@ -221,6 +221,7 @@ def test_trec_qrels_naming_documents_the_corpus_lacks_are_counted(tmp_path: Path
     assert "2 of 4 reference ids are not in " in result.stdout
 
 
+@pytest.mark.slow
 def test_sharded_runs_count_ids_as_one_process_does(tmp_path: Path) -> None:
     rows = [{"id": f"q{i}", "retrieved_context_ids": [f"D{i}"],
              "reference_context_ids": [f"D{i}" if i % 4 == 0 else f"doc{i}"]} for i in range(12)]

@@ -673,6 +673,7 @@ def test_bad_dataset_setting_stops_before_any_work(
     assert not list(result.out_dir.glob("*.jsonl"))
 
 
+@pytest.mark.slow
 def test_delimiter_tab_and_others_work(tmp_path: Path) -> None:
     for name, sep, arg in [("t.tsv", "\t", "dataset.delimiter=\\t"),
                            ("s.csv", ";", "dataset.delimiter=';'"),
@@ -713,6 +714,7 @@ def test_settings_are_checked_by_the_constructors_too(tmp_path: Path) -> None:
         assert str(err.value).startswith(message), (message, str(err.value))
 
 
+@pytest.mark.slow
 def test_paths_that_are_not_files(tmp_path: Path) -> None:
     (tmp_path / "d.jsonl").mkdir()
     fails(cli(tmp_path, "dataset=jsonl", f"dataset.path={tmp_path / 'd.jsonl'}"),

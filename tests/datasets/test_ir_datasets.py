@@ -114,6 +114,7 @@ def test_limits_describe_and_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert ds.sha256() == same.sha256() != IrDatasetsDataset(name).sha256()
 
 
+@pytest.mark.slow
 def test_cli_scores_as_dataset_beir(tmp_path: Path) -> None:
     common = ("retriever=bm25", "metric=id_ranked", "tracking=none")
     ir = run_cli("dataset=ir_datasets", f"dataset.name={register(tmp_path)}", *common,

@@ -51,6 +51,7 @@ def _args(traced: Recorded, tmp: Path, name: str, *more: str) -> list[str]:
             "dataset.feedback=true", f"hydra.run.dir={tmp / name}", *more]
 
 
+@pytest.mark.slow
 def test_each_variant_writes_its_own_set_as_its_single_run_does(
     traced: Recorded, tmp_path: Path
 ) -> None:
@@ -85,6 +86,7 @@ def test_each_variant_writes_its_own_set_as_its_single_run_does(
     assert not any("[" in a.name for t in ids for a in _ours(traced, t))
 
 
+@pytest.mark.slow
 def test_a_named_span_of_a_trace_with_two_gets_the_verdicts(
     traced: Recorded, tmp_path: Path
 ) -> None:
@@ -103,6 +105,7 @@ def test_a_named_span_of_a_trace_with_two_gets_the_verdicts(
     assert score.feedback.value == 0.5  # [d7, d9] against d9
 
 
+@pytest.mark.slow
 def test_without_the_span_read_a_trace_of_two_spans_is_refused(traced: Recorded) -> None:
     row = {"id": traced.multi_hop, "score": 1.0, "verdicts": [1], "error": None,
            "chunks": [{"id": "d7", "verdict": 1}]}

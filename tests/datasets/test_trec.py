@@ -174,6 +174,7 @@ def test_a_bad_run_is_one_line(tmp_path: Path, text: str, fragments: list[str]) 
                   "tracking=none", cwd=tmp_path), *fragments)
 
 
+@pytest.mark.slow
 def test_bad_qrels_settings_and_missing_texts(tmp_path: Path) -> None:
     (tmp_path / "run.txt").write_text("q1 Q0 d1 1 2 t\n", "utf-8")
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d1 2\n", "utf-8")

@@ -59,8 +59,8 @@ def test_docs_command_on_shared_data_runs(tmp_path: Path, command: str, mlflow_s
 
 def test_readme_commands_are_checked_here() -> None:
     """Every ``python -m harness…`` line of the README's quick start runs in a test."""
-    first = README.split("```bash\n", 1)[1].split("```", 1)[0]
-    assert first.strip().endswith(".venv/bin/python -m harness metric=id_based")
+    first = README.split("```bash\n", 2)[2].split("```", 1)[0]  # after the install line
+    assert first.strip() == "python -m harness metric=id_based"
     assert "python -m harness metric=id_based" in COMMANDS
 
 
@@ -96,7 +96,7 @@ def test_quick_start_prints_what_the_readme_shows(tmp_path: Path, mlflow_store: 
     same order, the numbers of the bundled dataset to the character, and the timing, folder
     and run id lines in the README's shape. The session's MLflow store stands in for the
     default one (creating a store costs seconds); the README shows MLflow's default."""
-    shown = printed(README.split("The first command prints a summary like\n\n```\n", 1)[1]
+    shown = printed(README.split("The main job prints a summary like\n\n```\n", 1)[1]
                     .split("```", 1)[0])
     # Hydra's default folder, outputs/DATE/TIME-MICROSECONDS, at another date and time
     result = run_cli("metric=id_based", "hydra.run.dir=outputs/2031-01-01/09-08-07-000001",

@@ -33,6 +33,7 @@ def test_default_location_honours_xdg(tmp_path, monkeypatch):
     assert default_path() == tmp_path / "harness" / "verdicts.sqlite"
 
 
+@pytest.mark.slow
 def test_rerun_makes_no_calls_and_identical_scores(tmp_path, judge_server):
     judge_server.labels.update(sample_labels())
     first = run_cli(*judge_args(judge_server), cwd=tmp_path)
@@ -201,6 +202,7 @@ def test_kill_9_mid_run_then_resume_repeats_no_completed_call(tmp_path, judge_se
         assert row["score"] == average_precision(verdicts, 1e-10)
 
 
+@pytest.mark.slow
 def test_cache_command_info_and_prune(tmp_path, judge_server):
     judge_server.labels.update({PARIS: 1, BERLIN: 0})
     score(pointwise(judge_server), [sample([PARIS, BERLIN])])

@@ -121,6 +121,7 @@ def test_a_model_id_with_a_line_break_stays_on_one_line(tmp_path: Path, name: st
     assert "\x1b" not in line
 
 
+@pytest.mark.slow
 def test_a_404_listing_served_models_with_line_breaks_is_one_line(tmp_path: Path) -> None:
     with JudgeServer(models=["served\none", "served-two"]) as server:
         result = run_cli(*llm(server.base_url, "run.limit=1"), cwd=tmp_path)

@@ -204,6 +204,7 @@ def test_base_url_credentials_and_a_key_variable_are_one_too_many(
     assert leaks([PASSWORD, CANARY], [tmp_path], [result.stdout, result.stderr]) == []
 
 
+@pytest.mark.slow
 def test_openai_base_url_from_the_environment_is_checked_and_redacted(
     tmp_path: Path, server: JudgeServer
 ) -> None:
@@ -457,6 +458,7 @@ def test_usage_of_any_shape_is_counted_or_ignored(
         assert judge["cached_prompt_tokens"] == 0
 
 
+@pytest.mark.slow
 def test_cached_replies_with_odd_usage_are_reused(tmp_path: Path, server: JudgeServer) -> None:
     server.configure(usage_shape="strings")
     first = cli(tmp_path / "a", *llm(server.base_url), "run.limit=3")

@@ -319,6 +319,7 @@ def test_pacing_is_checked() -> None:
 # ------------------------------------------------------------------ memory between jobs
 
 
+@pytest.mark.slow
 def test_a_later_judge_starts_warm_but_never_below_a_cold_start() -> None:
     """Sweep jobs and repeated evaluate() calls do not ramp up again, and a limit that fell
     is not carried into the next job."""

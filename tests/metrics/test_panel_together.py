@@ -44,6 +44,7 @@ def variant(entry: dict[str, Any]) -> str:
     return BOTH[0] if name == "pointwise_verdict" else BOTH[1]
 
 
+@pytest.mark.slow
 def test_two_variants_interleave_under_one_budget_and_score_as_alone() -> None:
     labels = {f"passage {k} about item {i}": int((i + k) % 2 == 0)
               for i in range(12) for k in range(3)}
@@ -163,6 +164,7 @@ def test_members_that_already_run_or_score_their_own_way_are_left_alone() -> Non
         m.close()
 
 
+@pytest.mark.slow
 def test_one_sample_after_the_other_its_chain_head_first() -> None:
     # contextual_precision asks for its verdicts, then for their reason; llm_with_reference
     # makes one round of calls a sample. Through one permit, every call of a sample goes

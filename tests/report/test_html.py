@@ -97,6 +97,7 @@ def test_bad_targets_fail_with_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert "unknown option colour=" in err[3]
 
 
+@pytest.mark.slow
 def test_a_sweep_writes_a_ranked_report(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     result = run_cli("-m", "metric=id_based,id_ranked", "tracking=none", "run.quiet=true",

@@ -53,6 +53,7 @@ def test_values_at_the_edge_stay_inside_0_1_and_other_objectives_start_at_0() ->
     assert list(best.get_ydata()) == [412.0, 431.0]
 
 
+@pytest.mark.slow
 def test_a_sweeps_report_draws_each_jobs_interval(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     result = run_cli("-m", "metric=id_based,id_ranked", "tracking=none", "run.quiet=true",

@@ -160,6 +160,7 @@ def test_env_trust_factory_and_duck_typed_search(own: tuple[Path, str]) -> None:
     assert result.summary()["retriever"]["kind"] == f"{name}.search.DuckTyped"
 
 
+@pytest.mark.slow
 def test_an_object_that_is_no_retriever_gets_one_line(own: tuple[Path, str]) -> None:
     cwd, name = own
     result = run_cli("retriever=custom", f"retriever._target_={name}.search.Nothing",

@@ -361,6 +361,7 @@ def build_retriever(*overrides):
     return instantiate(compose_retriever(*overrides), "retriever")
 
 
+@pytest.mark.slow
 def test_hybrid_config_composes_its_parts_by_name():
     cfg = compose_retriever("retriever=hybrid")
     parts = cfg.retriever.retrievers

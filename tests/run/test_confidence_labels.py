@@ -47,6 +47,7 @@ def qrels_run(world: dict[str, Any], tmp_path: Path, *more: str) -> Any:
                    cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_qrels_label_a_seeded_uniform_draw(world: dict[str, Any], tmp_path: Path) -> None:
     first, again = qrels_run(world, tmp_path), qrels_run(world, tmp_path)
     other = qrels_run(world, tmp_path, "run.seed=1")

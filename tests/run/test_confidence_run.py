@@ -81,6 +81,7 @@ def expected(world: dict[str, Any], level: float = 0.95) -> dict[str, Any]:
             "judge_mean": judge_all.mean(), "kappa": metrics.cohen_kappa_score(h, j)}
 
 
+@pytest.mark.slow
 def test_the_block_is_ppi_py_s_on_the_run_s_arrays(world: dict[str, Any], tmp_path: Path,
                                                    mlflow_store: str) -> None:
     result = run_cli(*args(world), cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store})
@@ -137,6 +138,7 @@ def test_fail_under_gates_on_the_lower_bound(world: dict[str, Any], tmp_path: Pa
         assert f"ci_low {low:.4f} is below its floor 0.99" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_objective_may_be_ppi_mean(world: dict[str, Any], tmp_path: Path) -> None:
     result = run_cli("-m", *args(world, "tracking=none", "run.objective=ppi_mean",
                                  "run.confidence_level=0.9,0.95"), cwd=tmp_path)
@@ -163,6 +165,7 @@ def test_a_bad_labels_line_is_one_line_naming_file_line_and_field(
     assert "judge" not in line
 
 
+@pytest.mark.slow
 def test_several_variants_each_get_their_block(world: dict[str, Any], tmp_path: Path,
                                                mlflow_store: str) -> None:
     result = run_cli(*args(world, "run.max_unscored_frac=1", "experiment_name=several",

@@ -17,6 +17,8 @@ import pytrec_eval  # the test extra: trec_eval 9.0.8 itself, as the reference
 from conftest import TEST_DATA, run_cli
 from helpers.cli import compare_cli
 
+#: sweeps over the depths, logged to MLflow and compared: seconds each
+pytestmark = pytest.mark.slow
 TINY = TEST_DATA / "beir_tiny"
 BM25 = ("dataset=beir", f"dataset.path={TINY}", "retriever=bm25", "metric=id_ranked")
 DEPTHS = (1, 3, 10)

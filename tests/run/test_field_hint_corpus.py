@@ -16,6 +16,7 @@ ROWS = [{"id": f"q{i}", "user_input": f"question {i}?", "reference": f"answer {i
          "reference_context_ids": [f"d{i}a"]} for i in range(4)]
 
 
+@pytest.mark.slow
 def test_the_refusal_names_the_corpus_and_a_corpus_answers_it(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), "utf-8")

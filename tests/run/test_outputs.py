@@ -211,6 +211,7 @@ def test_two_runs_into_one_folder_at_once_one_is_refused(tmp_path: Path) -> None
     assert summary["n_samples"] == len(rows) == 30  # one run's outputs, whole
 
 
+@pytest.mark.slow
 def test_a_sweep_folder_is_never_reused(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     first = run_cli("-m", "metric=id_based,id_ranked", "tracking=none",
@@ -263,6 +264,7 @@ def _sweep_data(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "noref.jsonl", rows)
 
 
+@pytest.mark.slow
 def test_a_failing_job_does_not_stop_the_sweep(tmp_path: Path) -> None:
     data = _sweep_data(tmp_path)
     sweep = tmp_path / "sweep"
@@ -280,6 +282,7 @@ def test_a_failing_job_does_not_stop_the_sweep(tmp_path: Path) -> None:
     assert not (sweep / "0" / "error.txt").exists()
 
 
+@pytest.mark.slow
 def test_a_sweep_whose_jobs_all_fail_exits_non_zero(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     paths = "/nonexistent/a.jsonl,/nonexistent/b.jsonl"
@@ -290,6 +293,7 @@ def test_a_sweep_whose_jobs_all_fail_exits_non_zero(tmp_path: Path) -> None:
     assert sorted(p.parent.name for p in sweep.glob("*/error.txt")) == ["0", "1"]
 
 
+@pytest.mark.slow
 def test_a_failing_job_is_counted_on_the_parent_run(tmp_path: Path, mlflow_store: str) -> None:
     data = _sweep_data(tmp_path)
     result = run_cli("-m", "metric=id_based,non_llm", "dataset=jsonl", f"dataset.path={data}",

@@ -4,6 +4,7 @@ trimmed to ``run.row_text_chars``, verdict, reason) beside the existing columns.
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_cli, sample_labels, sample_rows
 from helpers.judge_server import JudgeServer
 
@@ -38,6 +39,7 @@ def test_rows_carry_the_question_and_ranked_chunks_beside_the_old_columns(tmp_pa
     assert row["verdicts"] == [1, 0, 0]
 
 
+@pytest.mark.slow
 def test_row_text_chars_trims_texts_and_zero_keeps_ids_only(tmp_path: Path) -> None:
     data = write_dataset(tmp_path)
     common = ("metric=id_ranked", "dataset=jsonl", f"dataset.path={data}", "tracking=none",
@@ -61,6 +63,7 @@ def test_row_text_chars_trims_texts_and_zero_keeps_ids_only(tmp_path: Path) -> N
     assert unscored["question"] == "Nothing retrieved?"
 
 
+@pytest.mark.slow
 def test_judged_rows_put_each_reason_beside_its_chunk(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:

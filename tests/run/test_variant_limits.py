@@ -26,6 +26,7 @@ def _data(tmp_path: Path, with_texts: int) -> str:
     return path.as_posix()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("with_texts", "fragment"), [
     (0, "none of the 4 samples was scored by non_llm: missing field reference_contexts"),
     (1, "metric non_llm: 3 of 4 samples (75%) are unscored, more than "
@@ -48,6 +49,7 @@ def test_a_variant_that_breaks_a_limit_fails_the_run_in_any_place(
         assert variants["id_ranked"]["n_scored"] == 4
 
 
+@pytest.mark.slow
 def test_variants_within_the_limits_pass(tmp_path: Path) -> None:
     data = ("dataset=jsonl", f"dataset.path={_data(tmp_path, 3)}")  # non_llm: 1 of 4 unscored
     for listed in ("[id_ranked,non_llm]", "[non_llm,id_ranked]"):

@@ -64,6 +64,7 @@ def variant_scores(rows: list[dict[str, Any]], name: str) -> list[Any]:
     return [r["variants"][name]["score"] for r in rows]
 
 
+@pytest.mark.slow
 def test_three_variants_retrieve_once_and_log_each(tmp_path: Path, counting: str) -> None:
     listed = ["id_ranked", "non_llm", "llm_with_reference"]
     own = ("retriever=custom", f"retriever._target_={counting}.search.Counting",
@@ -116,6 +117,7 @@ def test_three_variants_retrieve_once_and_log_each(tmp_path: Path, counting: str
     assert run.data.params["metric.id_ranked.aggregate"] == "average_precision"
 
 
+@pytest.mark.slow
 def test_two_judged_variants_each_use_their_own_prompt(tmp_path: Path) -> None:
     listed = ("llm_with_reference", "llm_without_reference")
     multi = run_cli(f"metric=[{','.join(listed)}]", "judge=fixture", *SAMPLE, cwd=tmp_path)
@@ -137,6 +139,7 @@ def test_two_judged_variants_each_use_their_own_prompt(tmp_path: Path) -> None:
     assert (multi.out_dir / "variants" / listed[1] / "prompt.yaml").read_text() == prompts[1]
 
 
+@pytest.mark.slow
 def test_a_metric_setting_goes_to_the_variants_that_have_it(tmp_path: Path) -> None:
     multi = run_cli("metric=[id_ranked,non_llm]", "metric.threshold=0.9", "metric.eps=0.25",
                     *SAMPLE, cwd=tmp_path)
@@ -192,6 +195,7 @@ def test_the_member_that_needs_a_missing_field_is_named(tmp_path: Path) -> None:
           "metric llm_without_reference needs the field 'response'")
 
 
+@pytest.mark.slow
 def test_a_gate_and_the_objective_on_a_listed_variant(tmp_path: Path) -> None:
     gated = run_cli("metric=[id_ranked,non_llm]", "run.fail_under={non_llm/mean: 0.99}",
                     *SAMPLE, cwd=tmp_path)
@@ -204,6 +208,7 @@ def test_a_gate_and_the_objective_on_a_listed_variant(tmp_path: Path) -> None:
     assert passed.returncode == 0, passed.stderr
 
 
+@pytest.mark.slow
 def test_a_sweep_over_two_lists_runs_two_jobs_of_several(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     result = run_cli("-m", "metric=[id_ranked,non_llm],[id_based,id_ranked]",

@@ -282,6 +282,7 @@ def test_only_the_evaluate_task_shards() -> None:
         sharded(JudgeAgreement())
 
 
+@pytest.mark.slow
 def test_a_failing_shard_fails_the_run_naming_it(tmp_path: Path) -> None:
     data = write(tmp_path / "d.jsonl", 400, blank_every=0)
     lines = data.read_text("utf-8").splitlines()

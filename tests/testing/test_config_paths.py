@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from testing.test_plugin import decoy_checks
 
 from harness.testing import check_config
 from harness.testing.asserts import load_config
@@ -54,9 +55,12 @@ def test_the_files_beside_the_config_are_read_from_any_working_folder(
 def test_the_decoy_would_fail_the_floor(project: Path) -> None:
     """The root's files give 0.5: a run that read them would fail (what the test guards)."""
     os.chdir(project)
-    with pytest.raises(FloorError, match=r"mean 0\.5 < 0\.7"):
+    with decoy_checks() as made, pytest.raises(FloorError, match=r"mean 0\.5 < 0\.7"):
         check_config(project / "tests" / "harness_ci.yaml",
                      overrides=[f"dataset.run={project / 'data' / 'run.txt'}"])
+    assert [c.line() for c in made] == [
+        "FAIL tests/testing/test_config_paths.py::test_the_decoy_would_fail_the_floor "
+        "id_ranked n=2 mean=0.5 (floor 0.7)"]
 
 
 @pytest.mark.parametrize(("override", "expected"), [

@@ -7,13 +7,32 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from conftest import ROOT
 from helpers.judge_server import JudgeServer
 
+from harness.testing import checks
+from harness.testing.checks import Check
+
 pytest_plugins = ["pytester"]
+
+
+@contextmanager
+def decoy_checks() -> Iterator[list[Check]]:
+    """Checks a test of the helpers makes to see them fail (decoys), kept apart from this
+    suite's own as an inner pytest session's are, and handed to the test: this suite's
+    summary lists none of them (a user's failing check is printed: the pytester tests)."""
+    checks.begin_session()
+    made: list[Check] = []
+    try:
+        yield made
+    finally:
+        made.extend(checks.take())
+        checks.end_session()
 
 
 

@@ -42,6 +42,7 @@ def _ours(traced: Recorded, trace_id: str) -> tuple[list[Any], list[Any], Any]:
     return mine, others, trace.search_spans(span_type=SpanType.RETRIEVER)
 
 
+@pytest.mark.slow
 def test_verdicts_land_on_the_traces_and_a_rerun_replaces_them(
     traced: Recorded, judge_server: JudgeServer
 ) -> None:
@@ -82,6 +83,7 @@ def test_verdicts_land_on_the_traces_and_a_rerun_replaces_them(
         assert len(others) == 2
 
 
+@pytest.mark.slow
 def test_an_unscored_sample_is_written_as_an_error(traced: Recorded) -> None:
     """id_ranked over the multi-hop trace: no reference ids there, so each span's sample is
     unscored; the feedback says why, on each span."""
@@ -112,6 +114,7 @@ def test_any_experiment_name_or_store_reaches_the_dataset_unchanged(value: str) 
     assert cfg.dataset.tracking_uri == value
 
 
+@pytest.mark.slow
 def test_the_cli_writes_the_verdicts_back_when_asked(traced: Recorded, tmp_path: Any) -> None:
     """``dataset.feedback=true``: the run's own writer puts them on the traces; a rerun
     replaces them (one set per metric); without the setting nothing is written."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testing.test_plugin import ID_MEAN, ID_SCORES, PLUGIN
+from testing.test_plugin import ID_MEAN, ID_SCORES, PLUGIN, decoy_checks
 from testing.test_plugin import SAMPLES as ID_SAMPLES
 
 from harness.api import evaluate
@@ -52,9 +52,11 @@ def test_a_list_of_variants_equals_their_single_runs(metric: Any) -> None:
 
 
 def test_the_floors_of_a_list_apply_to_its_headline() -> None:
-    with pytest.raises(FloorError) as missed:
+    with decoy_checks() as made, pytest.raises(FloorError) as missed:
         assert_context_precision(SAMPLES, VARIANTS, floors={"mean": ID_MEAN + 0.01})
     assert f"mean {ID_MEAN:.4g} < {ID_MEAN + 0.01:.4g}" in str(missed.value)
+    assert [(c.metric, c.failed) for c in made] == [
+        ("[id_ranked,non_llm]", [f"mean {ID_MEAN:.4g} < {ID_MEAN + 0.01:.4g}"])]
 
 
 def _config(folder: Path, metric: str) -> Path:
@@ -102,7 +104,9 @@ def test_the_marker_runs_a_list_of_variants(pytester: pytest.Pytester) -> None:
         f"    assert means == {{'id_ranked': {ID_MEAN!r}, 'non_llm': {non_llm!r}}}\n"))
     result = pytester.runpytest(*PLUGIN)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["PASS test_m.py::test_ci [[]id_ranked,non_llm[]] n=3 mean=*"])
+    result.stdout.fnmatch_lines(["*= harness context precision: 1 passed =*",
+                                 "PASS test_m.py::test_ci [[]id_ranked,non_llm[]] n=3 mean=*"])
+    assert "failed" not in result.stdout.str()  # no "0 failed" either
 
 
 def test_the_id_ranked_golden_is_average_precision() -> None:

@@ -194,6 +194,7 @@ def test_read_only_mlflow_store(tmp_path: Path, path: str, what: str) -> None:
     assert digest(db) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", LOGGED_BY)
 def test_locked_mlflow_store(tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store, "BUSY_TIMEOUT_S", 0.5)  # the helper process gets it too
@@ -235,6 +236,7 @@ def test_sweep_on_a_corrupt_store_stops_before_any_job(tmp_path: Path) -> None:
     assert not list(sweep.glob("*/samples.jsonl"))
 
 
+@pytest.mark.slow
 def test_sweep_whose_parent_cannot_be_closed_is_one_line_and_keeps_results(
     tmp_path: Path, mlflow_store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -396,6 +398,7 @@ BAD_VALUES = [
 ]
 
 
+@pytest.mark.slow
 def test_damaged_rows_are_misses_asked_again_and_replaced(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:

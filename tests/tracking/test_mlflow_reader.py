@@ -65,6 +65,7 @@ def test_a_run_logs_its_table_dataset_and_a_short_name(
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
 
 
+@pytest.mark.slow
 def test_a_sweep_parent_has_the_swept_params_and_the_best_childs_metrics(
     tmp_path: Path, mlflow_store: str
 ) -> None:

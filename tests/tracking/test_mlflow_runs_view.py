@@ -83,6 +83,7 @@ def test_what_sets_a_run_apart_comes_first(name: str, others: list[str], expecte
     assert view.distinguishing_first(name, others) == expected
 
 
+@pytest.mark.slow
 def test_a_real_store_gets_the_order_the_names_and_the_marks(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     base = "id_ranked·jsonl·path=qs.jsonl·corpus=corpus.jsonl·bm25"

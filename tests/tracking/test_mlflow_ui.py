@@ -73,6 +73,7 @@ def test_a_run_goes_to_the_harness_experiment_opened_on_its_runs_table(
         f"http://127.0.0.1:5000/#/experiments/{e}/evaluation-runs")
 
 
+@pytest.mark.slow
 def test_a_sweeps_runs_span_their_jobs(tmp_path: Path, mlflow_store: str) -> None:
     result = run_cli("-m", "metric=id_based,id_ranked", "experiment_name=ui_sweep",
                      f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path,

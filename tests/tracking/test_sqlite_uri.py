@@ -105,6 +105,7 @@ def test_a_run_refuses_a_read_only_store_before_its_work(tmp_path: Path) -> None
     assert not list(tmp_path.glob("**/samples.jsonl")) and store.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_run_logs_to_the_file_a_uri_form_names_and_prints_its_ui_command(
         tmp_path: Path) -> None:
     uri = "sqlite:///file:logged.db?mode=rwc&uri=true"

@@ -267,6 +267,7 @@ def test_a_server_that_is_down_is_one_line_within_seconds(tmp_path: Path) -> Non
     assert took < 60  # MLflow alone retries a refused connection for about four minutes
 
 
+@pytest.mark.slow
 def test_a_sweeps_parent_run_never_holds_credentials_given_on_the_command_line(
     tmp_path: Path, mlflow_store: str
 ) -> None:
