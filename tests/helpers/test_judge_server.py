@@ -208,6 +208,75 @@ def test_usage_counts_four_characters_a_token() -> None:
     assert first.usage.prompt_tokens_details.cached_tokens == 0
 
 
+#: Reply schemas without reasons, as the harness sends for a ``reasons: false`` prompt.
+BARE_POINT = {"type": "object", "properties": {"verdict": {"type": "integer", "enum": [0, 1]}},
+              "required": ["verdict"], "additionalProperties": False}
+BARE_LIST = {"type": "object", "properties": {"verdicts": {
+    "type": "array", "minItems": 2, "maxItems": 2,
+    "items": {"type": "object", "properties": {"verdict": {"type": "string"}},
+              "required": ["verdict"], "additionalProperties": False}}},
+    "required": ["verdicts"], "additionalProperties": False}
+WITH_REASONS_LIST = json.loads(json.dumps(BARE_LIST).replace(
+    '"properties": {"verdict"', '"properties": {"reason": {"type": "string"}, "verdict"'))
+
+
+def strict(schema: dict) -> dict:
+    return {"type": "json_schema", "json_schema": {"name": "v", "strict": True, "schema": schema}}
+
+
+@pytest.mark.parametrize(("fmt", "content"), [
+    (strict(BARE_POINT), '{"verdict": 1}'),
+    ({"type": "json_object", "schema": BARE_POINT}, '{"verdict": 1}'),  # llama.cpp's form
+    (SCHEMA, '{"reason": "The context is relevant to the question.", "verdict": 1}'),
+    ({"type": "json_object"}, '{"reason": "The context is relevant to the question.", '
+                              '"verdict": 1}'),  # no schema: reasons as before
+])
+def test_a_pointwise_reply_holds_what_its_schema_allows(fmt: dict, content: str) -> None:
+    async def go(server: JudgeServer) -> Any:
+        async with client(server) as c:
+            return await ask(c, pointwise("q", "good"), response_format=fmt, logprobs=True)
+
+    with JudgeServer({"good": 1}) as server:
+        reply = asyncio.run(go(server))
+        billed = server.stats.billed_completion_tokens
+    choice = reply.choices[0]
+    assert choice.message.content == content
+    assert "".join(t.token for t in choice.logprobs.content) == content
+    assert reply.usage.completion_tokens == billed == math.ceil(len(content) / 4)
+
+
+@pytest.mark.parametrize(("fmt", "reasons"), [
+    (strict(BARE_LIST), False),
+    ({"type": "json_object", "schema": BARE_LIST}, False),
+    (strict(WITH_REASONS_LIST), True),  # a reason inside the items' schema counts
+    (None, True),  # text mode
+])
+def test_a_listwise_reply_holds_what_its_schema_allows(fmt: dict | None, reasons: bool) -> None:
+    async def go(server: JudgeServer) -> Any:
+        async with client(server) as c:
+            kw = {} if fmt is None else {"response_format": fmt}
+            return await ask(c, listwise("q", ["good", "bad"]), **kw)
+
+    with JudgeServer({"good": 1, "bad": 0}) as server:
+        content = asyncio.run(go(server)).choices[0].message.content
+    data = fenced_json(content) if fmt is None else json.loads(content)
+    if reasons:
+        assert [v["verdict"] for v in data["verdicts"]] == ["yes", "no"]
+        assert all(set(v) == {"reason", "verdict"} for v in data["verdicts"])
+    else:
+        assert content == '{"verdicts": [{"verdict": "yes"}, {"verdict": "no"}]}'
+
+
+def test_a_batch_line_holds_what_its_schema_allows() -> None:
+    body = {"model": "m", "messages": listwise("q", ["good", "bad"]),
+            "response_format": strict(BARE_LIST)}
+    with JudgeServer({"good": 1, "bad": 0}) as server:
+        status, reply = server.answer_line(body)
+    assert status == 200
+    assert reply["choices"][0]["message"]["content"] == \
+        '{"verdicts": [{"verdict": "yes"}, {"verdict": "no"}]}'
+
+
 def chat(system: str, user: str) -> list[dict]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
