@@ -555,6 +555,8 @@ class Prompt:
     prompt_chars: int  # characters of all message contents
     seed: Any = None  # the request's sampling seed
     serial: str = ""  # the messages serialized in order (what prompt caching compares)
+    roles: list[Any] = field(default_factory=list)  # each message's role and text
+    texts: list[str] = field(default_factory=list)
 
 
 def parse_prompt(body: Mapping[str, Any]) -> Prompt:
@@ -604,7 +606,7 @@ def parse_prompt(body: Mapping[str, Any]) -> Prompt:
     prefix_len = sum(len(t) for _, t in others) + len(head)
     return Prompt(
         kind, question, answer, chunks, score, prefix, prefix_len, sum(map(len, texts)),
-        body.get("seed"), serialized(roles, texts),
+        body.get("seed"), serialized(roles, texts), roles, texts,
     )
 
 
@@ -1463,7 +1465,7 @@ class JudgeServer:
             ident = self._ids
         prompt_tokens = tokens(prompt.prompt_chars)
         cached = self._prompts.cached(prompt.serial, prompt_tokens, knobs.cache_min_tokens,
-                                      knobs.cache_step)
+                                      knobs.cache_step, prompt.roles, prompt.texts)
         completion_tokens = tokens(len(content))
         prices = Prices(knobs.price_input, knobs.price_cached_input, knobs.price_output,
                         knobs.batch_price)

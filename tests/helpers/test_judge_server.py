@@ -17,6 +17,7 @@ from typing import Any
 import openai
 import pytest
 
+from helpers.billing import content_chars
 from helpers.judge_server import JudgeServer, load_labels, parse_prompt
 
 HERE = Path(__file__).resolve().parent
@@ -293,9 +294,9 @@ A6000 = "a" * 6000
 
 
 def test_cached_tokens_are_the_shared_prefix_from_1024_tokens_in_steps_of_128() -> None:
-    # serialized "system\x1f" + 6000 a + "\x1e" + "user\x1f" + "<context>\n" then the chunks
-    # differ: 7 + 6000 + 1 + 5 + 10 = 6023 shared characters = 1505 whole tokens -> 1408
-    shared = len("system\x1f") + 6000 + 1 + len("user\x1f") + len("<context>\n")
+    # the prompts share the system text and "<context>\n", then the chunks differ: 6000 + 10
+    # = 6010 characters of content = 1502 whole tokens -> 1408 (a multiple of 128)
+    shared = 6000 + len("<context>\n")
     assert shared // 4 // 128 * 128 == 1408
     with JudgeServer() as server:
         assert cached_of(server, chat(A6000, "<context>\nc1\n</context>"),
@@ -317,8 +318,7 @@ def test_cached_tokens_come_from_any_earlier_prompt_not_only_the_last() -> None:
 
     with JudgeServer() as server:
         assert cached_of(server, chat(x, user(1)), chat(y, user(2)), chat("z", user(3)),
-                         chat(x, user(4))) == [0, 0, 0, (len("system\x1f") + 6000 + 1 +
-                                                         len("user\x1f")) // 4 // 128 * 128]
+                         chat(x, user(4))) == [0, 0, 0, 6000 // 4 // 128 * 128]
         server.clear_prefix_cache()
         assert cached_of(server, chat(x, user(5))) == [0]
 
@@ -327,7 +327,22 @@ def test_cache_knobs_change_threshold_and_step() -> None:
     with JudgeServer(cache_min_tokens=0, cache_step=1) as server:
         first, second = cached_of(server, chat("s" * 400, "u1<context>\nc\n</context>"),
                                   chat("s" * 400, "u2<context>\nc\n</context>"))
-    assert (first, second) == (0, (len("system\x1f") + 400 + 1 + len("user\x1fu")) // 4)
+    assert (first, second) == (0, (400 + len("u")) // 4)
+
+
+def test_cached_tokens_count_the_shared_content_not_the_roles() -> None:
+    # four messages shared, then the last one's "u" before the chunk's number: 400 + 40 +
+    # 40 + 1 = 481 characters of content = 120 tokens (roles and marks would add 30 more)
+    def asked(n: int) -> list[dict]:
+        return [{"role": "system", "content": "s" * 400}, {"role": "user", "content": "a" * 40},
+                {"role": "assistant", "content": "b" * 40},
+                {"role": "user", "content": f"u{n}<context>\nc\n</context>"}]
+
+    with JudgeServer(cache_min_tokens=0, cache_step=1) as server:
+        assert cached_of(server, asked(1), asked(2)) == [0, 120]
+    assert content_chars(["system", "user"], ["ab", "cd"], len("system\x1fab\x1euser\x1fc")) == 3
+    assert content_chars(["system", "user"], ["ab", "cd"], len("system\x1fab\x1eus")) == 2
+    assert content_chars(["system"], ["ab"], 3) == 0
 
 
 def test_prefix_cache_matches_a_brute_force_over_every_earlier_prompt() -> None:
