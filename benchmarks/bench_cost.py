@@ -268,6 +268,34 @@ def table(lanes: list[Lane]) -> tuple[str, list[str]]:
     return markdown_table(headers, rows), claims
 
 
+#: Cached-input prices as a share of the input price, at which the cached prompt is priced
+#: against today's (the test judge's 0.1x; gpt-4.1-mini's 0.25x; gpt-4o-mini's 0.5x; 1.0x: a
+#: provider that caches nothing).
+CACHED_SHARES = (0.1, 0.25, 0.5, 1.0)
+
+
+def cached_prompt_prices(lanes: list[Lane]) -> list[str]:
+    """From the measured tokens, what a lane with cached tokens costs against realtime today
+    at other cached-input prices, and the price share at which it saves nothing (prices
+    1 / f / 4 per token of input / cached input / output; a batch halves both sides)."""
+    out = []
+    realtime = {x.variant: x for x in lanes if x.lane == "realtime" and x.bill}
+    for x in lanes:
+        base = realtime.get(x.variant)
+        if not x.bill or not x.bill["cached_tokens"] or base is None:
+            continue
+        today = base.bill["prompt_tokens"] + 4 * base.bill["completion_tokens"]
+        paid = (x.bill["prompt_tokens"] - x.bill["cached_tokens"]
+                + 4 * x.bill["completion_tokens"])
+        even = (today - paid) / x.bill["cached_tokens"]
+        ratios = ", ".join(f"{(paid + f * x.bill['cached_tokens']) / today:.2f}x at {f:g}x"
+                           for f in CACHED_SHARES)
+        out.append(f"{x.variant}, {x.lane}: against realtime today at the same mode, "
+                   f"{ratios} the input price for cached input; it saves nothing from "
+                   f"{even:.3f}x")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--samples", type=int, default=200, help="samples of 5 chunks")
@@ -275,7 +303,7 @@ def main() -> int:
     t0 = time.perf_counter()
     lanes = measure(args.samples)
     text, claims = table(lanes)
-    command = shlex.join(["benchmarks/bench_cost.py", *sys.argv[1:]])
+    command = shlex.join([".venv/bin/python", "benchmarks/bench_cost.py", *sys.argv[1:]])
     where = machine()
     print(f"\n{args.samples} samples x 5 chunks; {where['date']}; {where['cpus']} CPUs, "
           f"Python {where['python']}; {time.perf_counter() - t0:.0f} s; command: {command}\n")
@@ -287,9 +315,11 @@ def main() -> int:
                  if x.variant == v.label and x.lane == "realtime" and x.bill
                  and v.baseline_prompt_tokens]
     problems = [f"{x.variant}, {x.lane}: {p}" for x in lanes for p in x.problems]
-    print("\n" + "\n".join([*baselines, *claims, *problems]))
+    prices = cached_prompt_prices(lanes)
+    print("\n" + "\n".join([*baselines, *prices, *claims, *problems]))
     result = {"benchmark": "bench_cost", "machine": where, "command": command,
               "n_samples": args.samples, "chunks": 5, "claims": claims, "problems": problems,
+              "cached_prompt_prices": prices,
               "table": text, "lanes": [{k: v for k, v in vars(x).items() if k != "scores"}
                                        for x in lanes]}
     print(f"results: {write_results('bench_cost', result)}")
