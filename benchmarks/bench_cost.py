@@ -25,7 +25,8 @@ run, (b) ``judge.batch=true``, (c) batch with the prompt option of that variant
 (``prompt=llm_with_reference_cached``, ``prompt=contextual_precision_verdicts``; none exists
 for ``llm_without_reference``). Every sample's score in ``samples.jsonl`` must equal the
 realtime run's, exactly; the run's own ``judge.bill`` must equal the server's. It prints a
-markdown table (ratios to (a) and to the issue's baselines, USD 0.50 and 0.19) and exits 1
+markdown table (ratios to (a) and to the issue's baselines, USD 0.50 and 0.19: its
+"x reference" column) and exits 1
 when a check or the claim (batch with the option at most 0.40x realtime, for
 ``llm_with_reference`` and ``contextual_precision``) fails.
 
@@ -200,7 +201,7 @@ def lanes_of(variant: Variant, data: Path, base_url: str) -> list[tuple[str, lis
     batch = ["judge.batch=true", f"judge.batch_poll={POLL}"]
     out = [("realtime", common), ("batch", [*common, *batch])]
     if variant.option:
-        out.append((f"batch + prompt={variant.option}",
+        out.append((f"batch + `prompt={variant.option}`",
                     [*common, *batch, f"prompt={variant.option}"]))
     return out
 
@@ -263,7 +264,7 @@ def table(lanes: list[Lane]) -> tuple[str, list[str]]:
                           f"{ratio:.3f}x realtime (claim: at most {CLAIM:.2f}x), same scores: "
                           f"{x.scores == base.scores}")
     headers = ["variant", "run", "requests", "prompt tokens", "cached", "completion tokens",
-               "USD", "x realtime", "x issue's realtime", "dry run's prompt tokens",
+               "USD", "x realtime", "x reference", "dry run's prompt tokens",
                "scores = realtime"]
     return markdown_table(headers, rows), claims
 
