@@ -14,7 +14,7 @@ prompt cache before each lane; every lane has its own fresh verdict cache
 Data: 200 samples x 5 chunks from the parity suite's generator
 (``benchmarks/parity/run_parity.py``'s ``make_dataset``, as ``bench_prefix.py`` uses):
 questions and answers in sentences, every relevance pattern of 5 chunks. Its realtime prompt
-tokens are within 4 % of the baselines the cost issue measured (404,522 for
+tokens are within 4 % of the reference bills measured before batch mode (404,522 for
 ``llm_with_reference``'s 1,000 requests, 81,879 for ``contextual_precision``'s 200), where
 ``bench_judge.py``'s samples (short questions, long chunks) give 42 % more for
 ``contextual_precision``.
@@ -25,7 +25,7 @@ run, (b) ``judge.batch=true``, (c) batch with the prompt option of that variant
 (``prompt=llm_with_reference_cached``, ``prompt=contextual_precision_verdicts``; none exists
 for ``llm_without_reference``). Every sample's score in ``samples.jsonl`` must equal the
 realtime run's, exactly; the run's own ``judge.bill`` must equal the server's. It prints a
-markdown table (ratios to (a) and to the issue's baselines, USD 0.50 and 0.19: its
+markdown table (ratios to (a) and to the reference bills, USD 0.50 and 0.19: its
 "x reference" column) and exits 1
 when a check or the claim (batch with the option at most 0.40x realtime, for
 ``llm_with_reference`` and ``contextual_precision``) fails.
@@ -64,7 +64,7 @@ POLL = 0.05
 @dataclass(frozen=True)
 class Variant:
     """A judged variant as run: its metric, settings, cheaper prompt option (``None``: it
-    has none), and the issue's realtime baseline (USD, prompt tokens) where it gave one."""
+    has none), and its reference realtime bill (USD, prompt tokens) where there is one."""
 
     label: str
     metric: str
@@ -250,13 +250,13 @@ def table(lanes: list[Lane]) -> tuple[str, list[str]]:
             rows.append([v.label, x.lane, "failed: see below", *[""] * 8])
             continue
         ratio = x.bill["usd"] / base.bill["usd"]
-        issue = f"{x.bill['usd'] / v.baseline_usd:.2f}" if v.baseline_usd else "-"
+        reference = f"{x.bill['usd'] / v.baseline_usd:.2f}" if v.baseline_usd else "-"
         same = "-" if x is base else ("yes" if x.scores == base.scores else "NO")
         rows.append([
             v.label, x.lane,
             f"{x.bill['requests']:,}", f"{x.bill['prompt_tokens']:,}",
             f"{x.bill['cached_tokens']:,}", f"{x.bill['completion_tokens']:,}",
-            f"{x.bill['usd']:.4f}", f"{ratio:.2f}", issue,
+            f"{x.bill['usd']:.4f}", f"{ratio:.2f}", reference,
             f"{x.dry_prompt_tokens:,} ({x.dry_off():+.1%})", same])
         if v.claimed and x.lane.startswith("batch + "):
             ok = ratio <= CLAIM and x.scores == base.scores
@@ -310,7 +310,7 @@ def main() -> int:
           f"Python {where['python']}; {time.perf_counter() - t0:.0f} s; command: {command}\n")
     print(text)
     baselines = [f"{v.label}: realtime {x.bill['prompt_tokens']:,} prompt tokens, "
-                 f"{x.bill['prompt_tokens'] / v.baseline_prompt_tokens:.3f}x the issue's "
+                 f"{x.bill['prompt_tokens'] / v.baseline_prompt_tokens:.3f}x the reference's "
                  f"{v.baseline_prompt_tokens:,}"
                  for v in VARIANTS for x in lanes
                  if x.variant == v.label and x.lane == "realtime" and x.bill

@@ -27,7 +27,7 @@ from harness.metrics.contextual_precision import ContextualPrecision
 from harness.metrics.judged import JudgedMetric
 from harness.metrics.llm import LLMContextPrecision
 
-#: The issue's claim: batch with the prompt option, at most this share of the realtime bill.
+#: The claim: batch with the prompt option bills at most this share of the realtime bill.
 CLAIM = 0.40
 #: The dry run's prompt tokens against the server's: at most this far off.
 DRY = 0.15
