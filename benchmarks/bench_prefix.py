@@ -8,7 +8,7 @@ first message that differs), counted from 1,024 tokens in steps of 128 (below 1,
 cached input is billed at 0.1x the input price, and a Batch API run at 0.5x everything.
 Prices: 1.00 / 0.10 / 4.00 USD per 1M input / cached input / output tokens. Output tokens
 are the judge's replies as the run counted them (the usage the test judge sends). The test
-judge here obeys the reply schema a request sends: a schema without ``reason`` gets a reply
+judge obeys the reply schema a request sends: a schema without ``reason`` gets a reply
 without reasons, as a grammar-constrained server or OpenAI's strict mode would give.
 
     .venv/bin/python benchmarks/bench_prefix.py          # 200 samples x 5 chunks, both datasets
@@ -30,7 +30,6 @@ import json
 import math
 import os
 import random
-import re
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -138,39 +137,6 @@ def adjacency(bodies: Sequence[dict[str, Any]]) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# The test judge, obeying the reply schema
-# ---------------------------------------------------------------------------------------------
-
-_REASON = re.compile(r'"reason": "(?:[^"\\]|\\.)*", ')
-
-
-def obedient_judge(labels: dict[Any, Any]) -> Any:
-    """The project's test judge, replying without reasons to a request whose reply schema
-    has none (it always writes them otherwise)."""
-    from judge_server import JudgeServer
-
-    class Obedient(JudgeServer):  # type: ignore[misc]
-        _bare = False
-
-        def _completion(self, body: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-            fmt = body.get("response_format") or {}
-            self._bare = "json_schema" in fmt and '"reason"' not in json.dumps(fmt)
-            try:
-                return super()._completion(body, *args, **kwargs)
-            finally:
-                self._bare = False
-
-        def _segments(self, *args: Any, **kwargs: Any) -> Any:
-            segments = super()._segments(*args, **kwargs)
-            if not self._bare:
-                return segments
-            return [(_REASON.sub("", text) if info is None else text, info)
-                    for text, info in segments]
-
-    return Obedient(labels)
-
-
-# ---------------------------------------------------------------------------------------------
 # Data
 # ---------------------------------------------------------------------------------------------
 
@@ -189,13 +155,15 @@ def datasets(n: int) -> Iterator[tuple[str, list[dict[str, Any]], dict[Any, int]
 
 def run_layouts(n: int) -> list[dict[str, Any]]:
     """Every layout of ``LAYOUTS`` on every dataset: the bill and the scores."""
+    from judge_server import JudgeServer
+
     from harness import evaluate
 
     out = []
     for name, samples, labels in datasets(n):
         scores: dict[str, list[Any]] = {}
         for metric, prompt, extra in LAYOUTS:
-            with obedient_judge(labels) as judge:
+            with JudgeServer(labels) as judge:
                 result = evaluate(samples, metric, overrides=[
                     "judge=local", f"judge.base_url={judge.base_url}", "judge.model=test-judge",
                     "judge.cache=false", "judge.max_concurrency=16", f"prompt={prompt}", *extra])

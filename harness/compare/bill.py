@@ -53,7 +53,7 @@ def cell(bill: dict[str, Any] | None) -> str:
 
 
 def _one(counters: dict[str, Any]) -> str:
-    requests = int((counters.get("requests") or 0) + (counters.get("batch_requests") or 0))
+    requests = int(counters.get("requests") or 0)  # batch lines included
     cost = counters.get("cost_usd")
     if cost is not None:
         return f"{usd(cost)} ({requests:,} req)"

@@ -1,8 +1,9 @@
 """A judged run's bill: what it sent and what it cost, from the judge's counters.
 
 The counters are ``JudgeStats``'s as ``summary.json``'s ``judge`` block holds them: requests
-sent realtime (``requests``) and in batches (``batch_requests``, when the judge batches),
-prompt tokens with the share the provider served from its prompt cache, the cost at the
+answered (``requests``, batch lines included) and the part answered in batches
+(``batch_requests``, when the judge batches; likewise each token total and its ``batch_*``
+part), prompt tokens with the share the provider served from its prompt cache, the cost at the
 price actually paid (``cost_usd``: realtime, batch and cached input each at its own price)
 and what the verdict cache saved (``cache_hits``, ``saved_*``). A local endpoint has no
 per-token price: its bill is tokens, no dollars (``cost_usd`` null, ``cost_unknown`` why).
@@ -29,13 +30,13 @@ def bill(counters: Mapping[str, Any]) -> dict[str, Any] | None:
     ``judge.bill`` holds."""
     if not counters or "requests" not in counters:
         return None
-    realtime, batch = _n(counters, "requests"), _n(counters, "batch_requests")
-    prompt = _n(counters, "prompt_tokens") + _n(counters, "batch_prompt_tokens")
-    cached = _n(counters, "cached_prompt_tokens") + _n(counters, "batch_cached_prompt_tokens")
-    completion = _n(counters, "completion_tokens") + _n(counters, "batch_completion_tokens")
+    total, batch = _n(counters, "requests"), _n(counters, "batch_requests")
+    realtime = total - batch  # the totals hold the batch lines: their batch_* is a part
+    prompt, cached = _n(counters, "prompt_tokens"), _n(counters, "cached_prompt_tokens")
+    completion = _n(counters, "completion_tokens")
     cost, saved = counters.get("cost_usd"), counters.get("saved_cost_usd")
     return {
-        "requests": {"realtime": realtime, "batch": batch, "total": realtime + batch},
+        "requests": {"realtime": realtime, "batch": batch, "total": total},
         "prompt_tokens": {"total": prompt, "cached": cached,
                           "cached_share": round(cached / prompt, 4) if prompt else None},
         "completion_tokens": completion,

@@ -3,14 +3,18 @@ counters the batched judge adds; figures by hand."""
 
 from __future__ import annotations
 
+from harness.compare.bill import cell
 from harness.core.bill import bill, bill_line, bill_metrics, variant_bill_metrics
 from harness.report.bill import bill_rows, cost_section
 
-#: A run that sent 40 requests realtime and 60 in batches, 10 answered by the verdict cache.
+#: A run that sent 40 requests realtime and 60 in batches, 10 answered by the verdict cache:
+#: as ``JudgeStats`` counts them, each total holds the batch lines, ``batch_*`` their part
+#: (realtime 30,000 prompt tokens, 6,000 cached, 2,000 completion; batch 50,000, 10,000, 3,000).
 COUNTERS = {
-    "requests": 40, "batch_requests": 60, "prompt_tokens": 30_000, "cached_prompt_tokens": 6_000,
-    "batch_prompt_tokens": 50_000, "batch_cached_prompt_tokens": 10_000,
-    "completion_tokens": 2_000, "batch_completion_tokens": 3_000, "cost_usd": 0.0123456789,
+    "requests": 100, "batch_requests": 60, "prompt_tokens": 80_000,
+    "cached_prompt_tokens": 16_000, "batch_prompt_tokens": 50_000,
+    "batch_cached_prompt_tokens": 10_000, "completion_tokens": 5_000,
+    "batch_completion_tokens": 3_000, "cost_usd": 0.0123456789,
     "cache_hits": 10, "saved_prompt_tokens": 8_000, "saved_completion_tokens": 500,
     "saved_cost_usd": 0.0021, "retries": 0, "parse_failures": 0, "failures": 0,
 }
@@ -28,10 +32,11 @@ def test_the_bill_adds_realtime_and_batch() -> None:
 
 
 def test_a_judge_without_batches_has_none() -> None:
-    realtime = {k: v for k, v in COUNTERS.items() if not k.startswith("batch_")}
+    realtime = {**{k: v for k, v in COUNTERS.items() if not k.startswith("batch_")},
+                "requests": 40, "prompt_tokens": 30_000, "cached_prompt_tokens": 3_000}
     b = bill(realtime)
     assert b is not None and b["requests"] == {"realtime": 40, "batch": 0, "total": 40}
-    assert b["prompt_tokens"]["cached_share"] == 0.2  # 6,000 of 30,000
+    assert b["prompt_tokens"]["cached_share"] == 0.1  # 3,000 of 30,000
     assert "batch" not in (bill_line(realtime) or "")
 
 
@@ -70,3 +75,9 @@ def test_each_variant_of_several_gets_its_own_rows_and_metrics() -> None:
     assert not any(k.startswith("judge/c/") for k in metrics)
     section = cost_section(COUNTERS, variants)
     assert section is not None and [v[0] for v in section["variants"]] == ["a", "b"]
+
+
+def test_compare_counts_batch_lines_once() -> None:
+    assert cell({"requests": 100, "batch_requests": 60, "cost_usd": 0.0123}) == "$0.0123 (100 req)"
+    assert cell({"requests": 100, "batch_requests": 60, "prompt_tokens": 80_000,
+                 "cost_usd": None}) == "80,000 prompt tok, no $ (100 req)"

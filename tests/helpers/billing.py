@@ -4,8 +4,11 @@ Tokens are 4 characters each (rounded up), as the test judge counts them everywh
 
 Prompt caching, as OpenAI documents it: a prompt's *cached tokens* are the longest prefix it
 shares with any prompt the server saw before (over its messages serialized in order, roles
-included), counted only from ``min_tokens`` (1,024) shared tokens on, in steps of ``step``
-(128) tokens, rounded down. ``PrefixCache`` keeps every prompt seen in a sorted list: the
+included: the same text under another role is not shared), counted only from ``min_tokens``
+(1,024) shared tokens on, in steps of ``step`` (128) tokens, rounded down. The shared
+tokens are the message content within that prefix, 4 characters a token, as the prompt's
+tokens are (a role and the marks between messages are compared, not counted).
+``PrefixCache`` keeps every prompt seen in a sorted list: the
 longest common prefix of a string with a set of strings is the longer of its common prefixes
 with its two neighbours in sorted order, so one lookup is a ``bisect`` and two comparisons.
 
@@ -39,6 +42,19 @@ def serialized(roles: Sequence[Any], texts: Sequence[str]) -> str:
     return "".join(f"{role}\x1f{text}\x1e" for role, text in zip(roles, texts, strict=True))
 
 
+def content_chars(roles: Sequence[Any], texts: Sequence[str], chars: int) -> int:
+    """The characters of message content within the first ``chars`` of ``serialized(roles,
+    texts)`` (its roles and marks left out)."""
+    n, at = 0, 0
+    for role, text in zip(roles, texts, strict=True):
+        start = at + len(f"{role}\x1f")
+        if chars <= start:
+            break
+        n += min(len(text), chars - start)
+        at = start + len(text) + 1
+    return n
+
+
 def common_prefix(a: str, b: str) -> int:
     """Length of the common prefix of ``a`` and ``b`` (a binary search of slice
     comparisons: each runs in C)."""
@@ -60,12 +76,9 @@ class PrefixCache:
         self._seen: list[str] = []
         self._lock = threading.Lock()
 
-    def cached(self, prompt: str, prompt_tokens: int, min_tokens: int = MIN_CACHED_TOKENS,
-               step: int = CACHE_STEP) -> int:
-        """The cached tokens of ``prompt`` (a ``serialized`` request of ``prompt_tokens``
-        tokens), then remember it for the prompts after it: the tokens it shares with the
-        closest earlier prompt, none below ``min_tokens``, rounded down to a multiple of
-        ``step``."""
+    def shared(self, prompt: str) -> int:
+        """The characters ``prompt`` shares with the closest earlier prompt (its longest
+        common prefix with any), then remember it for the prompts after it."""
         with self._lock:
             seen = self._seen
             at = bisect.bisect_left(seen, prompt)
@@ -73,6 +86,18 @@ class PrefixCache:
                          common_prefix(prompt, seen[at]) if at < len(seen) else 0)
             if at == len(seen) or seen[at] != prompt:
                 seen.insert(at, prompt)
+        return shared
+
+    def cached(self, prompt: str, prompt_tokens: int, min_tokens: int = MIN_CACHED_TOKENS,
+               step: int = CACHE_STEP, roles: Sequence[Any] | None = None,
+               texts: Sequence[str] | None = None) -> int:
+        """The cached tokens of ``prompt`` (of ``prompt_tokens`` tokens; a ``serialized``
+        request of ``roles`` and ``texts`` when given: its content counted), then remember
+        it: the tokens it shares with the closest earlier prompt, none below
+        ``min_tokens``, rounded down to a multiple of ``step``."""
+        shared = self.shared(prompt)
+        if roles is not None and texts is not None:
+            shared = content_chars(roles, texts, shared)
         shared_tokens = min(shared // TOKEN_CHARS, prompt_tokens)
         if shared_tokens < min_tokens or shared_tokens <= 0:
             return 0

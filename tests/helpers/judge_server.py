@@ -36,6 +36,9 @@ Labels map a chunk (``str``) or a ``(question, chunk)`` tuple to an int 0/1 or a
 probability of relevance (verdict 1 iff p >= 0.5). Lookup: ``(question, chunk)``, then
 ``chunk``, else the ``default_label`` knob (counted in ``stats.unknown_chunks``).
 
+It writes what the request's reply schema allows: a schema without a ``reason`` property
+gets verdicts without reasons (``asks_reasons``), as a model held to the schema would answer.
+
 It bills like a provider (``helpers.billing``): ``usage.prompt_tokens_details.cached_tokens``
 as OpenAI's prompt caching counts them, and ``stats.billed_*`` what every reply cost at the
 knobs' prices (Batch API lines at ``batch_price`` times them). It serves OpenAI's Batch API
@@ -486,6 +489,32 @@ def pinned_count(body: Mapping[str, Any]) -> int | None:
     return low if isinstance(low, int) and low == high else None
 
 
+def asks_reasons(body: Mapping[str, Any]) -> bool:
+    """Whether a reply may hold reasons: a request whose reply schema (the json_schema
+    format's, or the ``schema`` beside ``type: json_object``) has no ``reason`` property
+    anywhere is answered without them, as a model held to the schema (OpenAI's strict mode,
+    a grammar-constrained server) writes only what the schema allows; without a schema a
+    reply has its reasons."""
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return True
+    given = fmt.get("json_schema")
+    schema = given.get("schema") if isinstance(given, dict) else fmt.get("schema")
+    return not isinstance(schema, dict) or _has_reason(schema)
+
+
+def _has_reason(node: Any) -> bool:
+    """Whether a JSON schema declares a ``reason`` property at any depth."""
+    if isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict) and "reason" in props:
+            return True
+        return any(_has_reason(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_reason(v) for v in node)
+    return False
+
+
 class BadRequest(Exception):
     """The request cannot be judged (answered with a 400)."""
 
@@ -526,6 +555,8 @@ class Prompt:
     prompt_chars: int  # characters of all message contents
     seed: Any = None  # the request's sampling seed
     serial: str = ""  # the messages serialized in order (what prompt caching compares)
+    roles: list[Any] = field(default_factory=list)  # each message's role and text
+    texts: list[str] = field(default_factory=list)
 
 
 def parse_prompt(body: Mapping[str, Any]) -> Prompt:
@@ -575,7 +606,7 @@ def parse_prompt(body: Mapping[str, Any]) -> Prompt:
     prefix_len = sum(len(t) for _, t in others) + len(head)
     return Prompt(
         kind, question, answer, chunks, score, prefix, prefix_len, sum(map(len, texts)),
-        body.get("seed"), serialized(roles, texts),
+        body.get("seed"), serialized(roles, texts), roles, texts,
     )
 
 
@@ -1359,9 +1390,10 @@ class JudgeServer:
         return _label_prob(default)
 
     def _segments(
-        self, prompt: Prompt, outcome: str, knobs: Knobs, echo: str = ""
+        self, prompt: Prompt, outcome: str, knobs: Knobs, echo: str = "", reasons: bool = True
     ) -> list[Segment]:
-        """The reply's content; ``echo`` is appended to every reason."""
+        """The reply's content; ``echo`` is appended to every reason; without ``reasons``
+        (a reply schema without them) the verdicts alone."""
         if prompt.kind == "reason":
             score = prompt.score if prompt.score is not None else "unknown"
             reason = (
@@ -1383,8 +1415,9 @@ class JudgeServer:
                 if verdict
                 else "The context is not relevant to the question."
             ) + echo
+            head = '{"reason": ' + json.dumps(reason) + ", " if reasons else "{"
             return [
-                ('{"reason": ' + json.dumps(reason) + ', "verdict": ', None),
+                (head + '"verdict": ', None),
                 (str(verdict), ("1", "0", p)),
                 ("}", None),
             ]
@@ -1396,7 +1429,8 @@ class JudgeServer:
             reason = f"Context {i} is {what} to the question.{echo}"
             if i > 1:
                 segs.append((", ", None))
-            segs.append(('{"reason": ' + json.dumps(reason) + ', "verdict": "', None))
+            head = '{"reason": ' + json.dumps(reason) + ", " if reasons else "{"
+            segs.append((head + '"verdict": "', None))
             segs.append(("yes" if verdict else "no", ("yes", "no", p)))
             segs.append(('"}', None))
         segs.append(("]}", None))
@@ -1416,7 +1450,7 @@ class JudgeServer:
                 text = '{"reason": "cut' if json_mode else "verdict: maybe"
             segments: list[Segment] = [(text, None)]
         else:
-            segments = self._segments(prompt, outcome, knobs, echo)
+            segments = self._segments(prompt, outcome, knobs, echo, asks_reasons(body))
             if outcome == "mismatch":
                 self.stats.incr(mismatches=1)
             else:
@@ -1431,7 +1465,7 @@ class JudgeServer:
             ident = self._ids
         prompt_tokens = tokens(prompt.prompt_chars)
         cached = self._prompts.cached(prompt.serial, prompt_tokens, knobs.cache_min_tokens,
-                                      knobs.cache_step)
+                                      knobs.cache_step, prompt.roles, prompt.texts)
         completion_tokens = tokens(len(content))
         prices = Prices(knobs.price_input, knobs.price_cached_input, knobs.price_output,
                         knobs.batch_price)

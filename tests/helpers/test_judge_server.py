@@ -17,6 +17,7 @@ from typing import Any
 import openai
 import pytest
 
+from helpers.billing import content_chars
 from helpers.judge_server import JudgeServer, load_labels, parse_prompt
 
 HERE = Path(__file__).resolve().parent
@@ -208,6 +209,75 @@ def test_usage_counts_four_characters_a_token() -> None:
     assert first.usage.prompt_tokens_details.cached_tokens == 0
 
 
+#: Reply schemas without reasons, as the harness sends for a ``reasons: false`` prompt.
+BARE_POINT = {"type": "object", "properties": {"verdict": {"type": "integer", "enum": [0, 1]}},
+              "required": ["verdict"], "additionalProperties": False}
+BARE_LIST = {"type": "object", "properties": {"verdicts": {
+    "type": "array", "minItems": 2, "maxItems": 2,
+    "items": {"type": "object", "properties": {"verdict": {"type": "string"}},
+              "required": ["verdict"], "additionalProperties": False}}},
+    "required": ["verdicts"], "additionalProperties": False}
+WITH_REASONS_LIST = json.loads(json.dumps(BARE_LIST).replace(
+    '"properties": {"verdict"', '"properties": {"reason": {"type": "string"}, "verdict"'))
+
+
+def strict(schema: dict) -> dict:
+    return {"type": "json_schema", "json_schema": {"name": "v", "strict": True, "schema": schema}}
+
+
+@pytest.mark.parametrize(("fmt", "content"), [
+    (strict(BARE_POINT), '{"verdict": 1}'),
+    ({"type": "json_object", "schema": BARE_POINT}, '{"verdict": 1}'),  # llama.cpp's form
+    (SCHEMA, '{"reason": "The context is relevant to the question.", "verdict": 1}'),
+    ({"type": "json_object"}, '{"reason": "The context is relevant to the question.", '
+                              '"verdict": 1}'),  # no schema: reasons as before
+])
+def test_a_pointwise_reply_holds_what_its_schema_allows(fmt: dict, content: str) -> None:
+    async def go(server: JudgeServer) -> Any:
+        async with client(server) as c:
+            return await ask(c, pointwise("q", "good"), response_format=fmt, logprobs=True)
+
+    with JudgeServer({"good": 1}) as server:
+        reply = asyncio.run(go(server))
+        billed = server.stats.billed_completion_tokens
+    choice = reply.choices[0]
+    assert choice.message.content == content
+    assert "".join(t.token for t in choice.logprobs.content) == content
+    assert reply.usage.completion_tokens == billed == math.ceil(len(content) / 4)
+
+
+@pytest.mark.parametrize(("fmt", "reasons"), [
+    (strict(BARE_LIST), False),
+    ({"type": "json_object", "schema": BARE_LIST}, False),
+    (strict(WITH_REASONS_LIST), True),  # a reason inside the items' schema counts
+    (None, True),  # text mode
+])
+def test_a_listwise_reply_holds_what_its_schema_allows(fmt: dict | None, reasons: bool) -> None:
+    async def go(server: JudgeServer) -> Any:
+        async with client(server) as c:
+            kw = {} if fmt is None else {"response_format": fmt}
+            return await ask(c, listwise("q", ["good", "bad"]), **kw)
+
+    with JudgeServer({"good": 1, "bad": 0}) as server:
+        content = asyncio.run(go(server)).choices[0].message.content
+    data = fenced_json(content) if fmt is None else json.loads(content)
+    if reasons:
+        assert [v["verdict"] for v in data["verdicts"]] == ["yes", "no"]
+        assert all(set(v) == {"reason", "verdict"} for v in data["verdicts"])
+    else:
+        assert content == '{"verdicts": [{"verdict": "yes"}, {"verdict": "no"}]}'
+
+
+def test_a_batch_line_holds_what_its_schema_allows() -> None:
+    body = {"model": "m", "messages": listwise("q", ["good", "bad"]),
+            "response_format": strict(BARE_LIST)}
+    with JudgeServer({"good": 1, "bad": 0}) as server:
+        status, reply = server.answer_line(body)
+    assert status == 200
+    assert reply["choices"][0]["message"]["content"] == \
+        '{"verdicts": [{"verdict": "yes"}, {"verdict": "no"}]}'
+
+
 def chat(system: str, user: str) -> list[dict]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -224,9 +294,9 @@ A6000 = "a" * 6000
 
 
 def test_cached_tokens_are_the_shared_prefix_from_1024_tokens_in_steps_of_128() -> None:
-    # serialized "system\x1f" + 6000 a + "\x1e" + "user\x1f" + "<context>\n" then the chunks
-    # differ: 7 + 6000 + 1 + 5 + 10 = 6023 shared characters = 1505 whole tokens -> 1408
-    shared = len("system\x1f") + 6000 + 1 + len("user\x1f") + len("<context>\n")
+    # the prompts share the system text and "<context>\n", then the chunks differ: 6000 + 10
+    # = 6010 characters of content = 1502 whole tokens -> 1408 (a multiple of 128)
+    shared = 6000 + len("<context>\n")
     assert shared // 4 // 128 * 128 == 1408
     with JudgeServer() as server:
         assert cached_of(server, chat(A6000, "<context>\nc1\n</context>"),
@@ -248,8 +318,7 @@ def test_cached_tokens_come_from_any_earlier_prompt_not_only_the_last() -> None:
 
     with JudgeServer() as server:
         assert cached_of(server, chat(x, user(1)), chat(y, user(2)), chat("z", user(3)),
-                         chat(x, user(4))) == [0, 0, 0, (len("system\x1f") + 6000 + 1 +
-                                                         len("user\x1f")) // 4 // 128 * 128]
+                         chat(x, user(4))) == [0, 0, 0, 6000 // 4 // 128 * 128]
         server.clear_prefix_cache()
         assert cached_of(server, chat(x, user(5))) == [0]
 
@@ -258,7 +327,22 @@ def test_cache_knobs_change_threshold_and_step() -> None:
     with JudgeServer(cache_min_tokens=0, cache_step=1) as server:
         first, second = cached_of(server, chat("s" * 400, "u1<context>\nc\n</context>"),
                                   chat("s" * 400, "u2<context>\nc\n</context>"))
-    assert (first, second) == (0, (len("system\x1f") + 400 + 1 + len("user\x1fu")) // 4)
+    assert (first, second) == (0, (400 + len("u")) // 4)
+
+
+def test_cached_tokens_count_the_shared_content_not_the_roles() -> None:
+    # four messages shared, then the last one's "u" before the chunk's number: 400 + 40 +
+    # 40 + 1 = 481 characters of content = 120 tokens (roles and marks would add 30 more)
+    def asked(n: int) -> list[dict]:
+        return [{"role": "system", "content": "s" * 400}, {"role": "user", "content": "a" * 40},
+                {"role": "assistant", "content": "b" * 40},
+                {"role": "user", "content": f"u{n}<context>\nc\n</context>"}]
+
+    with JudgeServer(cache_min_tokens=0, cache_step=1) as server:
+        assert cached_of(server, asked(1), asked(2)) == [0, 120]
+    assert content_chars(["system", "user"], ["ab", "cd"], len("system\x1fab\x1euser\x1fc")) == 3
+    assert content_chars(["system", "user"], ["ab", "cd"], len("system\x1fab\x1eus")) == 2
+    assert content_chars(["system"], ["ab"], 3) == 0
 
 
 def test_prefix_cache_matches_a_brute_force_over_every_earlier_prompt() -> None:
