@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
+from harness.core.boundary import ran
 from harness.core.errors import Interrupted
 
 #: Seconds after a signal during which the same or another stop signal is ignored.
@@ -108,17 +109,20 @@ def stopped_line(error: KeyboardInterrupt, out_dir: Path) -> str:
 
 
 #: ``(file ending, function or "")`` -> how the line names what ran there (innermost wins).
-_ROLES = (("harness/run/timing.py", ""), ("harness/run/loop.py", "evaluate"),
-          ("harness/metrics/judged.py", ""), ("harness/metrics/panel.py", "_judged_together"),
-          ("harness/run/loop.py", "write"),
+_ROLES = (("harness/run/loop.py", "evaluate"), ("harness/run/loop.py", "write"),
           ("harness/run/outputs/", ""), ("harness/run/record.py", "finish"),
           ("harness/shards/__init__.py", "score_shards"))
 
 
 def running(error: BaseException) -> str | None:
-    """What ``error`` (a signal) stopped, from the frames it passed through: ``retriever
-    mypkg.search.Slow``, ``metric id_ranked``, ``the judge of metric llm_with_reference``,
-    ``the writer of the outputs``, ``the sharded scoring``; ``None``: none of them."""
+    """What ``error`` (a signal) stopped: the part it came through first, as the part named
+    itself (``harness.core.boundary.running``: ``retriever mypkg.search.Slow``, ``the judge of
+    metric llm_with_reference``, ``the judges of metrics a, b``), else from the frames it
+    passed through (``metric id_ranked``, ``the writer of the outputs``, ``the sharded
+    scoring``); ``None``: none of them."""
+    named = ran(error)
+    if named is not None:
+        return named
     found: str | None = None
     tb = error.__traceback__
     while tb is not None:
@@ -133,18 +137,8 @@ def running(error: BaseException) -> str | None:
 
 
 def _role(ending: str, function: str, local: dict[str, object]) -> str | None:
-    owner = local.get("self")
-    if ending == "harness/run/timing.py":
-        component = getattr(owner, "component", None)
-        return component if isinstance(component, str) else "the retriever"
     if function == "evaluate":  # the scoring loop: its metric (once it is scoring)
         return str(local["component"]) if "component" in local else None
-    if ending == "harness/metrics/judged.py":
-        return f"the judge of metric {getattr(owner, 'name', '')}".rstrip()
-    if ending == "harness/metrics/panel.py":
-        names, together = getattr(owner, "names", ()), getattr(owner, "together", ())
-        judged = [names[i] for i in together if i < len(names)]
-        return f"the judges of metrics {', '.join(judged)}" if judged else None
     if ending == "harness/shards/__init__.py":
         return "the sharded scoring"
     return "the writer of the outputs"

@@ -13,7 +13,8 @@ and id a ``str`` of valid Unicode (the rule dataset text follows, ``text_problem
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from harness.core.errors import ComponentFailed, ConfigError, HarnessError
@@ -33,13 +34,42 @@ def error_text(error: BaseException) -> str:
     return f"{name}: {message}" if message else name
 
 
+#: The attribute of an exception naming the part it came through first (``running``).
+RUNNING = "harness_running"
+
+
+@contextlib.contextmanager
+def running(what: str) -> Iterator[None]:
+    """Name ``what`` on any exception that leaves this block (an interruption above all),
+    unless a part inside named itself first: the line that says what a signal stopped
+    (``harness.cli.signals``) reads it with ``ran``."""
+    try:
+        yield
+    except BaseException as e:
+        if ran(e) is None:
+            setattr(e, RUNNING, what)
+        raise
+
+
+def ran(error: BaseException) -> str | None:
+    """The part ``error`` came through first (``running``), or ``None``."""
+    what = vars(error).get(RUNNING) if hasattr(error, "__dict__") else None
+    return what if isinstance(what, str) else None
+
+
 def guarded(component: str, call: str, work: Callable[[], T], *, mid_run: bool = False) -> T:
     """``work()``; an exception it raises (other than the harness's own errors and
-    interruptions) as a ``ComponentFailed`` naming ``component`` and ``call``.
+    interruptions) as a ``ComponentFailed`` naming ``component`` and ``call``; whatever
+    leaves names ``component`` as running (``running``).
 
     ``mid_run``: the call happens while rows are written, so a ``ConfigError`` it raises
     (an adapter's wrong answer) also stops the run as a failed component, keeping them.
     """
+    with running(component):
+        return _guarded(component, call, work, mid_run)
+
+
+def _guarded(component: str, call: str, work: Callable[[], T], mid_run: bool) -> T:
     try:
         return work()
     except ConfigError as e:

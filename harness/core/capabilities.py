@@ -160,6 +160,13 @@ class Traced(Protocol):
         ...
 
 
+class Paced(Protocol):
+    """What sends a judge's requests under a pacing budget (``Judge.paced``), which another
+    judge of the run that sends to the same endpoint with the same settings may share."""
+
+    budget: Any
+
+
 class Labelled(Protocol):
     """A run's human labels (``run.human_labels``), read and checked when the parts are
     built; they note each scored sample and give each variant its ``confidence`` block."""

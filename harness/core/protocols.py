@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from harness.core.capabilities import (
     Labelled,
+    Paced,
     Part,
     Role,
     Span,
@@ -236,6 +237,12 @@ class Judge(Protocol):
         ...
 
     @property
+    def paced(self) -> Paced | None:
+        """Optional (``None``): what sends its requests under a pacing budget, which
+        another judge of the run may share (``share_pacing``)."""
+        ...
+
+    @property
     def go_dry(self) -> Callable[[], Any] | None:
         """Optional (``None``: it cannot): send nothing from now on and return what counts
         the requests it would send (``run.dry_run``; ``harness.judges.dry``)."""
@@ -396,6 +403,7 @@ JUDGE = _role(Judge, "judge", "harness.core.protocols.Judge", {
     "top_logprobs": lambda part: 0,
     "batch_samples": lambda part: None,
     "go_dry": lambda part: None,
+    "paced": lambda part: None,
     "share_pacing": lambda part: lambda other: False,
 })
 
@@ -411,6 +419,7 @@ __all__ = [
     "Kind",
     "Labelled",
     "Metric",
+    "Paced",
     "OnDone",
     "Part",
     "Retriever",

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 from harness.core.errors import ConfigError
-from harness.core.protocols import Kind
+from harness.core.protocols import Judge, Kind
 from harness.core.redact import redact_uri
 from harness.core.types import Completion, JudgeRequest, JudgeStats
 from harness.core.validation import Range, check_call
@@ -272,10 +272,16 @@ class OpenAIJudge(GoesDry):
         self.stats.saved_completion_tokens += completion
         self.transport.charge(prompt, 0, completion, saved=True, batch=bool(self.batcher))
 
-    def share_pacing(self, other: Any) -> bool:
+    @property
+    def paced(self) -> ChatTransport:
+        """What sends its requests under a pacing budget (``Judge.paced``)."""
+        return self.transport
+
+    def share_pacing(self, other: Judge) -> bool:
         """Send ``other``'s requests (another judge of this run) under this one's pacing
         budget when both send to the same endpoint with the same settings; whether they do."""
-        return isinstance(other, OpenAIJudge) and self.transport.share_pacing(other.transport)
+        peer = other.paced
+        return peer is not None and self.transport.share_pacing(peer)
 
     async def _resolve(self) -> None:
         """``judge.model=auto`` without a preflight: ask the server once."""

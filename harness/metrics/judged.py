@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
 from harness.core.aio import LoopThread
+from harness.core.boundary import running
 from harness.core.capabilities import conform
 from harness.core.errors import ConfigError
 from harness.core.protocols import JUDGE, Judge, Kind, Metric, OnDone
@@ -152,7 +153,8 @@ class JudgedMetric(BaseMetric):
         self, samples: Sequence[RagSample], on_done: OnDone | None = None
     ) -> list[SampleResult]:
         """Score samples concurrently, calling ``on_done(index, result)`` as each finishes."""
-        return self._loop.run(self._score_all(samples, on_done))
+        with running(f"the judge of metric {self.name}"):
+            return self._loop.run(self._score_all(samples, on_done))
 
     @property
     def loop(self) -> LoopThread:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.core.aio import LoopThread
-from harness.core.boundary import guarded
+from harness.core.boundary import guarded, running
 from harness.core.errors import ComponentFailed
 from harness.core.protocols import Metric, OnDone
 from harness.core.types import RagSample, SampleResult
@@ -159,7 +159,9 @@ class Panel:
             return {m: task.result() for m, task in tasks.items()}
 
         loop: LoopThread = members[self.together[0]].loop
-        return loop.run(all_of())
+        judged = ", ".join(self.names[m] for m in self.together)
+        with running(f"the judges of metrics {judged}"):
+            return loop.run(all_of())
 
     def _merged(self, results: list[SampleResult]) -> SampleResult:
         head = results[0]

@@ -1,6 +1,6 @@
 """One endpoint's pacing budget, shared by the transports that send to it: two judged
 variants of one run draw on one limit, one queue of waiting requests (in ``turns`` order) and
-one view of the server's rate limits, as they share its capacity (issue 34); the endpoint is
+one view of the server's rate limits, as they share its capacity; the endpoint is
 checked once for all of them, and they send through one HTTP client (one connection pool)."""
 
 from __future__ import annotations

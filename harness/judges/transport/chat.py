@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.core.errors import ConfigError
-from harness.core.protocols import Kind
+from harness.core.protocols import Kind, Paced
 from harness.core.redact import redact, redact_uri, register
 from harness.core.types import Completion, JudgeStats
 from harness.judges import identity
@@ -161,7 +161,7 @@ class ChatTransport:
         pacer.note_tokens(self.max_tokens or 0)  # a token quota counts max_tokens per request
         return pacer
 
-    def share_pacing(self, other: ChatTransport) -> bool:
+    def share_pacing(self, other: Paced) -> bool:
         """Send ``other``'s requests under this transport's pacing budget when both send to
         the same endpoint with the same settings; whether they now share one. Its pacing
         counters (``peak_in_flight``, ``backoffs``...) count into this one's stats; both
