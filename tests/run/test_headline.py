@@ -3,10 +3,11 @@ number leads (``summary.json``'s ``headline``, the console's ``mean`` line, repo
 large figure, MLflow's first metric columns, the pytest floors), the judge's own mean
 beside it as "judge alone"; a run without labels looks as before.
 
-The labelled run is a real CLI run (``judge=fixture`` with a lenient judge's labels, people's
-labels on 20 of 60 samples). Expected numbers come from ``ppi_py`` on arrays built here from
-the truth and the judge's verdicts (``tests/helpers/labelled_run.py``), and from each row's
-``score``, never from the harness's own summary."""
+The labelled run is a real CLI run (``judge=fixture`` with a lenient judge's labels,
+people's labels on 50 of 120 samples: from 50 labels the interval is the central-limit one).
+Expected numbers come from ``ppi_py`` on arrays built here from the truth and the judge's
+verdicts (``tests/helpers/labelled_run.py``), and from each row's ``score``, never from the
+harness's own summary."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from helpers.labelled_run import (
 
 ppi_py = pytest.importorskip("ppi_py")
 
-N, LABELLED, EPS = 60, 20, 1e-10
+N, LABELLED, EPS = 120, 50, 1e-10
 LLM = "llm_with_reference"
 
 
@@ -41,7 +42,7 @@ def ap(verdicts: list[int], eps: float = EPS) -> float:
 
 
 def make_world(folder: Path, lenient: float = 0.3) -> dict[str, Any]:
-    """The dataset, a lenient judge's labels and people's labels on 20 samples."""
+    """The dataset, a lenient judge's labels and people's labels on ``LABELLED`` samples."""
     human = truth(N)
     judge = judge_verdicts(human, lenient)
     chosen = sorted(human)[5 : 5 + LABELLED]
@@ -103,8 +104,8 @@ def test_the_console_s_mean_line_is_the_headline(world: dict[str, Any], labelled
     lines = labelled.stdout.splitlines()
     first = next(line for line in lines if re.search(r"\d\.\d{4}", line))  # first figure
     assert first.split(None, 1) == [
-        "mean", f"{want['mean']:.4f} [{lo:.4f}, {hi:.4f}] (PPI++ at 95%, 20 of 60 labelled; "
-                f"judge alone {want['judge_mean']:.4f})"]
+        "mean", f"{want['mean']:.4f} [{lo:.4f}, {hi:.4f}] (PPI++ at 95%, {LABELLED} of {N} "
+                f"labelled; judge alone {want['judge_mean']:.4f})"]
 
 
 def _text(fragment: str) -> str:
@@ -258,9 +259,9 @@ def test_a_floor_on_the_headline_checks_the_ppi_mean(world: dict[str, Any]) -> N
     judged, headline = take()[-2:]
     lo, hi = want["ci"]
     assert judged.line().startswith(
-        f"PASS judge {LLM} n=60 headline ppi_mean={want['mean']:.4f} [{lo:.4f}, {hi:.4f}] "
+        f"PASS judge {LLM} n={N} headline ppi_mean={want['mean']:.4f} [{lo:.4f}, {hi:.4f}] "
         f"mean (judge alone)={want['judge_mean']:.4g} (floor {floor:.4g})")
-    assert headline.line().startswith(f"FAIL headline {LLM} n=60 headline (PPI++ mean)="
+    assert headline.line().startswith(f"FAIL headline {LLM} n={N} headline (PPI++ mean)="
                                       f"{want['mean']:.4g} (floor {floor:.4g})")
     # ci_low: what the labels prove
     assert_context_precision(samples, LLM, floors={"ci_low": lo - 0.01}, overrides=overrides)
