@@ -42,9 +42,16 @@ class EvaluationResult:
 
     @property
     def mean(self) -> float | None:
-        """The mean over scored samples."""
+        """The mean over scored samples (with human labels: the judge's mean alone)."""
         mean: float | None = self.summary["mean"]
         return mean
+
+    @property
+    def headline(self) -> float | None:
+        """The number to report (``summary.json``'s ``headline``): with human labels the
+        PPI++ mean, else the mean."""
+        value: float | None = (self.summary.get("headline") or {}).get("value", self.mean)
+        return value
 
 
 @dataclass(frozen=True)

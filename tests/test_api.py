@@ -58,6 +58,14 @@ def test_api_equals_cli_for_every_input_shape(tmp_path: Path, metric: str) -> No
         result = evaluate([convert(r) for r in ROWS], metric)
         assert [(r["id"], r["score"], r["verdicts"]) for r in result.rows] == expected, shape
         assert result.mean == cli.summary()["mean"]
+        assert result.headline == result.mean  # no labels: the mean leads
+
+
+def test_with_labels_the_headline_is_the_ppi_mean_and_mean_the_judges() -> None:
+    result = evaluate(ROWS, "id_ranked", overrides=["run.human_labels=qrels",
+                                                    "run.human_label_samples=10"])
+    assert result.headline == result.summary["confidence"]["mean"]
+    assert result.mean == result.summary["mean"]
 
 
 def test_cli_reads_deepeval_and_legacy_names_without_a_mapping(tmp_path: Path) -> None:

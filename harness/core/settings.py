@@ -51,9 +51,10 @@ class RunSettings:
             than k scores as if padded with non-relevant chunks (``precision_at_10`` of 3
             chunks divides by 10), so a sweep over ``retriever.top_k`` logs the same names
             at every depth; false drops them (summary ``retrieval_cutoffs``).
-        fail_under: Fail the run (exit code 4, outputs kept) when its mean is below this
-            (or nothing was scored), or a mapping of logged metric to floor
-            (``{ndcg_at_10: 0.6}``; ``-name``: a ceiling); null for no gate.
+        fail_under: Fail the run (exit code 4, outputs kept) when its headline (the PPI++
+            mean with human labels, else the mean) is below this (or nothing was scored),
+            or a mapping of logged metric to floor (``{ndcg_at_10: 0.6}``; ``-name``: a
+            ceiling); null for no gate.
         row_text_chars: Characters of the question and of each chunk's text kept in a
             ``samples.jsonl`` row (0: no texts, chunk ids only; ``null``: whole texts).
         report: Write ``report.html`` (summary, plots, every sample's ranked chunks).

@@ -87,23 +87,27 @@ def fail_under(
         out_dir: The run folder, named in the message.
 
     Returns:
-        For a number, one line naming the mean, the threshold and the run folder. For a
-        mapping, the verdict first (how many gates failed, the run folder), then one line
-        per failing metric: its value and its floor (or ceiling).
+        For a number, one line naming the headline (the PPI++ mean, ``ppi_mean``, with human
+        labels; else the mean), the threshold and the run folder. For a mapping, the verdict
+        first (how many gates failed, the run folder), then one line per failing metric: its
+        value and its floor (or ceiling).
     """
     if threshold is None:
         return None
     values = metrics if isinstance(metrics, Mapping) else {"mean": metrics}
     if not isinstance(threshold, Mapping):
-        mean = values.get("mean")
+        name = "ppi_mean" if values.get("ppi_mean") is not None else "mean"
+        mean = values.get(name)
         if mean is None:
             return (f"nothing was scored, so no mean to hold to run.fail_under={threshold} "
                     f"({out_dir})")
         if math.isnan(mean):
-            return (f"mean is NaN (not a number), which holds to no run.fail_under={threshold} "
-                    f"({out_dir})")
+            return (f"{name} is NaN (not a number), which holds to no "
+                    f"run.fail_under={threshold} ({out_dir})")
         if mean < threshold:
-            return f"mean {_shown(mean, threshold)} is below run.fail_under={threshold} ({out_dir})"
+            what = "ppi_mean (the headline: the PPI++ mean)" if name == "ppi_mean" else "mean"
+            return (f"{what} {_shown(mean, threshold)} is below run.fail_under={threshold} "
+                    f"({out_dir})")
         return None
     failed = [why for name, bound in threshold.items()
               if (why := _missed(values, str(name), float(bound))) is not None]

@@ -1,6 +1,7 @@
-"""``run.fail_under`` on any logged metric: a mapping of metric to floor (``-name``: a
-ceiling) exits 4 with the verdict first and one line per failing metric; a number still
-gates the mean; a name no run logs is a config error before any work."""
+"""``run.fail_under`` on any logged metric: a mapping of metric to floor (``-name``: a ceiling)
+exits 4 with the verdict first and one line per failing metric; a number gates the headline
+(the mean; the PPI++ mean with human labels); a name no run logs is a config error before
+any work."""
 
 from __future__ import annotations
 
@@ -119,3 +120,25 @@ def test_the_new_retrieval_metrics_are_objectives_too(tmp_path: Path) -> None:
     result = run_cli(*data(tmp_path), "run.objective=map_at_3", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.summary()["retrieval"]["map_at_3"] == pytest.approx((1 / 2 + 1 / 2) / 2)
+
+
+def test_a_number_gates_the_headline_the_ppi_mean_with_labels(tmp_path: Path) -> None:
+    """With human labels the bare ``run.fail_under=X`` holds the headline (the PPI++ mean),
+    not the judge's mean: a floor between the two passes or fails as the PPI++ mean says."""
+    labelled = ("metric=id_ranked", "tracking=none", "run.human_labels=qrels",
+                "run.human_label_samples=10")
+    first = run_cli(*labelled, cwd=tmp_path).summary()
+    ppi, judge = first["confidence"]["mean"], first["mean"]
+    assert ppi != judge
+    between = (ppi + judge) / 2
+    result = run_cli(*labelled, f"run.fail_under={between}", cwd=tmp_path)
+    if ppi > judge:  # the headline clears the floor the judge's mean would miss
+        assert result.returncode == 0, result.stderr
+        assert result.summary()["gate"]["passed"] is True
+    else:
+        assert result.returncode == 4, result.stderr
+        assert f"ppi_mean (the headline: the PPI++ mean) {ppi:.4g}" in result.stderr
+    above = run_cli(*labelled, f"run.fail_under={max(ppi, judge) + 0.01}", cwd=tmp_path)
+    assert above.returncode == 4, above.stderr
+    [line] = err_lines(above.stderr)
+    assert line.startswith("error: gate failed: ppi_mean (the headline: the PPI++ mean) "), line
