@@ -81,6 +81,7 @@ def _module_aliases(tree: ast.Module) -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_no_module_assigns_another_modules_global() -> None:
     """A module's private state is never written from outside (``Tally(max_reasons=...)``,
     not a patched ``_MAX_REASONS``)."""

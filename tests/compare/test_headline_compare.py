@@ -82,6 +82,7 @@ def run_compare(uri: str, experiment: str, **kw: Any) -> dict[str, Any]:
                    bootstrap=200, **kw)
 
 
+@pytest.mark.slow
 def test_labelled_runs_are_ranked_by_their_ppi_mean_with_its_interval(
         uri: str, tmp_path: Path) -> None:
     made = _runs(uri, tmp_path, "all_labelled", dict.fromkeys(SYSTEMS, True))
@@ -112,6 +113,7 @@ def test_labelled_runs_are_ranked_by_their_ppi_mean_with_its_interval(
     assert judge["rows"][0]["value"] == pytest.approx(made["lenient"]["judge"].mean())
 
 
+@pytest.mark.slow
 def test_runs_with_and_without_labels_are_ranked_by_the_mean(uri: str, tmp_path: Path) -> None:
     made = _runs(uri, tmp_path, "mixed", {"lenient": True, "fair": False})
     result = run_compare(uri, "mixed")
@@ -121,6 +123,7 @@ def test_runs_with_and_without_labels_are_ranked_by_the_mean(uri: str, tmp_path:
     assert any("headlines differ (mean, ppi_mean" in n for n in result["notes"])
 
 
+@pytest.mark.slow
 def test_a_baseline_and_candidate_with_labels_are_paired_on_the_headline(
         uri: str, tmp_path: Path) -> None:
     made = _runs(uri, tmp_path, "pair", {"lenient": True, "fair": True})

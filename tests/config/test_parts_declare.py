@@ -73,16 +73,24 @@ def _args(name: str, metric: str, *more: str) -> tuple[str, ...]:
             f"trusted_targets=[{name}.*]", *more)
 
 
-def test_a_users_metric_without_human_score_is_refused_before_any_work(
+def test_a_users_metric_without_human_score_is_refused_naming_it(own: tuple[Path, str]) -> None:
+    cwd, name = own
+    result = run_cli(*_args(name, "ranked", "run.human_labels=qrels",
+                            "run.human_label_samples=10", "tracking=none"), cwd=cwd)
+    fails(result, "run.human_labels: metric ranked "
+          f"({name}.m.Ranked) has no human_score, which scores a sample's labelled chunks")
+    assert not (result.out_dir / "samples.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_a_users_metric_without_human_score_starts_no_mlflow_run(
         own: tuple[Path, str]) -> None:
     cwd, name = own
     store = f"sqlite:///{cwd / 'mlflow.db'}"
     result = run_cli(*_args(name, "ranked", "run.human_labels=qrels",
                             "run.human_label_samples=10"), cwd=cwd,
                      env={"MLFLOW_TRACKING_URI": store})
-    fails(result, "run.human_labels: metric ranked "
-          f"({name}.m.Ranked) has no human_score, which scores a sample's labelled chunks")
-    assert not (result.out_dir / "samples.jsonl").exists()
+    assert result.returncode == 2, result.stderr
     client = mlflow.MlflowClient(store)
     assert client.search_runs([e.experiment_id for e in client.search_experiments()]) == []
 

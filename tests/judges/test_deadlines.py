@@ -36,6 +36,7 @@ def one_error(result: CliResult) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_reply_dripped_slower_than_the_timeout_times_out_at_the_deadline(
     tmp_path: Path
 ) -> None:
@@ -99,6 +100,7 @@ def dripping() -> Iterator[str]:
         listener.close()
 
 
+@pytest.mark.slow
 def test_a_dripping_models_page_ends_the_preflight_at_its_deadline(
     tmp_path: Path, dripping: str
 ) -> None:

@@ -392,6 +392,7 @@ def test_hybrid_config_composes_its_parts_by_name():
     assert isinstance(bm25, BM25) and bm25.k1 == 1.1 and bm25.stage.reranker is None
 
 
+@pytest.mark.slow
 def test_hybrid_config_errors_name_the_part():
     from hydra.errors import ConfigCompositionException
 

@@ -101,6 +101,7 @@ def test_labels_that_cannot_be_read_are_refused_before_any_work(
         assert client.search_runs([e.experiment_id for e in client.search_experiments()]) == []
 
 
+@pytest.mark.slow
 def test_a_sheet_saved_with_semicolons_reads_as_the_comma_one(world: Any,
                                                                tmp_path: Path) -> None:
     """As a spreadsheet saves CSV where the decimal separator is a comma: ``;`` between

@@ -55,6 +55,7 @@ def test_too_few_labelled_samples_keep_the_outputs_and_exit_3(
     assert len(result.rows()) == 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rename", [str.upper, lambda i: f"sample-{i}", lambda i: i + " "])
 def test_labels_naming_none_of_the_samples_are_refused_before_any_work(
         tmp_path: Path, rename: Any) -> None:

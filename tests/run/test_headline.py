@@ -191,6 +191,7 @@ def test_a_run_without_labels_keeps_its_mean(world: dict[str, Any], tmp_path: Pa
     assert 'id="headline-judge-alone"' not in page and "PPI++" not in page
 
 
+@pytest.mark.slow
 def test_several_variants_lead_with_the_first_s_headline(world: dict[str, Any],
                                                          tmp_path: Path) -> None:
     """``[id_based, llm]``: only the second has a block; the run's headline is the first
@@ -216,6 +217,7 @@ def test_several_variants_lead_with_the_first_s_headline(world: dict[str, Any],
     assert head["value"] == pytest.approx(expected(world)["mean"], rel=1e-9)
 
 
+@pytest.mark.slow
 def test_the_sweep_s_default_objective_is_the_headline(world: dict[str, Any],
                                                        tmp_path: Path) -> None:
     """Two judges, both labelled runs: the jobs are ranked by their PPI++ means (the

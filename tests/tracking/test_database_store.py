@@ -51,6 +51,7 @@ def test_a_database_that_answers_is_left_to_mlflow(listening: int) -> None:
     server.check("sqlite:///mlflow.db")
 
 
+@pytest.mark.slow
 def test_a_run_into_a_database_that_is_down_is_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
     uri = f"postgresql://u:S3CRETpw@127.0.0.1:{free_port()}/db"
     result = run_cli("metric=id_based", f"tracking.tracking_uri={uri}",

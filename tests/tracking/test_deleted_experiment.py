@@ -31,6 +31,7 @@ def _runs_in(uri: str, experiment_id: str) -> int:
     return len(mlflow_runs.client(uri).search_runs([experiment_id], run_view_type=ViewType.ALL))
 
 
+@pytest.mark.slow
 def test_a_deleted_experiment_is_refused_by_both_checks(mlflow_store: str) -> None:
     name, experiment_id = _deleted(mlflow_store)
     expected = (f"MLflow experiment '{name}' in {mlflow_store} is deleted (in MLflow's trash); "
