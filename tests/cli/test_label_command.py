@@ -17,23 +17,10 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from helpers.cli import harness_command as harness
 from scipy.stats import binom
 
-from harness.cli import commands
 from harness.confidence.labels import read_labels
-
-
-def harness(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-            *args: str) -> tuple[int, str, str]:
-    """``harness ARGS`` in this process: exit code, stdout, stderr."""
-    monkeypatch.setattr(sys, "argv", ["harness", *args])
-    try:
-        commands.main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else int(e.code is not None)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def finished_run(folder: Path, *args: str) -> Path:

@@ -14,25 +14,12 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from helpers.cli import harness_command as harness
 
-from harness.cli import commands
 from harness.confidence.sheet import FILES, draw_sheet, write_sheet
 from harness.core.errors import ConfigError, Interrupted
 
 NAMES = list(FILES.values())
-
-
-def harness(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-            *args: str) -> tuple[int, str, str]:
-    """``harness ARGS`` in this process: exit code, stdout, stderr."""
-    monkeypatch.setattr(sys, "argv", ["harness", *args])
-    try:
-        commands.main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else int(e.code is not None)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")

@@ -9,32 +9,17 @@ import csv
 import json
 import math
 import statistics
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import run_cli
+from helpers.cli import harness_command as harness
 from helpers.labelled_run import judge_verdicts, truth, write_dataset, write_judge
 from helpers.ppi_sim import ap, population
 
-from harness.cli import commands
-
 pytest.importorskip("ppi_py")
 Z = 1.959963984540054
-
-
-def harness(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-            *args: str) -> tuple[int, str, str]:
-    """``harness ARGS`` in this process: exit code, stdout, stderr."""
-    monkeypatch.setattr(sys, "argv", ["harness", *args])
-    try:
-        commands.main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else int(e.code is not None)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def write_run(folder: Path, rows: list[dict]) -> Path:

@@ -271,3 +271,18 @@ def compare_cli(capsys: Any, *args: str) -> tuple[int, str, str]:
         code = int(e.code or 0)
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def harness_command(monkeypatch: Any, capsys: Any, *args: str) -> tuple[int, str, str]:
+    """``harness ARGS`` (the installed command, ``harness.cli.commands.main``) in this
+    process: exit code, stdout, stderr."""
+    from harness.cli import commands
+
+    monkeypatch.setattr(sys, "argv", ["harness", *args])
+    try:
+        commands.main()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    out = capsys.readouterr()
+    return code, out.out, out.err
