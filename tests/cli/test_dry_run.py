@@ -92,6 +92,7 @@ def test_the_bill_after_the_run_everywhere(tmp_path: Path, capsys: pytest.Captur
                                            mlflow_store: str) -> None:
     experiment = "bill"
     with JudgeServer(sample_labels()) as server:
+        server.configure(cache_min_tokens=0)  # today's prompts share under 1,024 tokens
         result = run_cli("metric=[llm_with_reference,contextual_precision]", *judge_args(server),
                          f"experiment_name={experiment}", cwd=tmp_path,
                          env={"MLFLOW_TRACKING_URI": mlflow_store})

@@ -175,5 +175,8 @@ def test_bad_feedback_fails_in_one_line_naming_the_trace(
 
 
 def test_another_dataset_is_refused() -> None:
+    from harness.datasets.memory import RecordsDataset
+
+    records = RecordsDataset([{"id": "q1", "retrieved_context_ids": ["d1"]}])
     with pytest.raises(ConfigError, match="dataset=mlflow_traces"):
-        trace_labels(object())
+        trace_labels(records)  # not read from traces: its declared traced is None

@@ -84,7 +84,8 @@ def expected(world: dict[str, Any], level: float = 0.95) -> dict[str, Any]:
 @pytest.mark.slow
 def test_the_block_is_ppi_py_s_on_the_run_s_arrays(world: dict[str, Any], tmp_path: Path,
                                                    mlflow_store: str) -> None:
-    result = run_cli(*args(world), cwd=tmp_path, env={"MLFLOW_TRACKING_URI": mlflow_store})
+    result = run_cli(*args(world, "experiment_name=ppi_arrays"), cwd=tmp_path,
+                     env={"MLFLOW_TRACKING_URI": mlflow_store})
     assert result.returncode == 0, result.stderr
     block, want = result.summary()["confidence"], expected(world)
     assert block["mean"] == pytest.approx(want["mean"], rel=1e-9)
@@ -111,7 +112,7 @@ def test_the_block_is_ppi_py_s_on_the_run_s_arrays(world: dict[str, Any], tmp_pa
     assert "not a recorded random draw" in result.stdout
     assert re.search(r"labels\s+202 label rows: 1 for samples this run does not have; 1 for "
                      r"chunks their sample did not retrieve", result.stdout), result.stdout
-    [run] = mlflow_runs.runs(mlflow_store, "harness")
+    [run] = mlflow_runs.runs(mlflow_store, "ppi_arrays")  # the worker's store is shared
     logged = run.data.metrics
     assert logged["ppi_mean"] == pytest.approx(want["mean"], rel=1e-9)
     assert [logged["ci_low"], logged["ci_high"]] == pytest.approx(want["ci"], rel=1e-9)
