@@ -86,11 +86,12 @@ def bill_line(counters: Mapping[str, Any]) -> str | None:
 
 def bill_metrics(counters: Mapping[str, Any], prefix: str = "judge/") -> dict[str, float | None]:
     """What the bill adds to the logged metrics: ``<prefix>cached_prompt_share`` (the share
-    of prompt tokens the provider served from its cache)."""
+    of prompt tokens the provider served from its cache; 0 when none was paid for, a rerun
+    the verdict cache answered, so every run of a config logs the same columns)."""
     b = bill(counters)
     if b is None:
         return {}
-    return {f"{prefix}cached_prompt_share": b["prompt_tokens"]["cached_share"]}
+    return {f"{prefix}cached_prompt_share": b["prompt_tokens"]["cached_share"] or 0.0}
 
 
 def variant_bill_metrics(variants: Mapping[str, Any] | None) -> dict[str, float | None]:

@@ -57,6 +57,13 @@ def test_a_local_endpoint_is_tokens_no_dollars() -> None:
     assert dict(section["rows"])["cost"] == "tokens only, no dollars (local endpoint)"
 
 
+def test_a_rerun_the_verdict_cache_answered_logs_the_same_columns() -> None:
+    answered = {"requests": 0, "prompt_tokens": 0, "cached_prompt_tokens": 0,
+                "completion_tokens": 0, "cost_usd": 0.0, "cache_hits": 40}
+    assert bill(answered)["prompt_tokens"]["cached_share"] is None  # nothing paid: no share
+    assert bill_metrics(answered) == {"judge/cached_prompt_share": 0.0}  # but the column
+
+
 def test_no_judge_no_bill() -> None:
     assert bill({}) is None and bill_line({}) is None and bill_rows(None) == []
     assert cost_section({"model": "x"}) is None and bill_metrics({}) == {}
