@@ -141,7 +141,8 @@ def compare(
                                    g["notes"])
         for g in groups:  # human labels in both runs: the PPI++ difference decides
             if g["test"] is not None:
-                ppi_pair.attach(g["test"], c, runs, values, metric, out, confidence, g["notes"])
+                ppi_pair.attach(g["test"], c, runs, values, metric, out, confidence, g["notes"],
+                                seed)
         if baseline and judged_metric(metric) == "mean":
             groups[0]["variants"] = per_variant(c, runs, out, stats, groups[0]["notes"])
         if not baseline:  # what the ranking's metric is (the headline's note)

@@ -149,7 +149,7 @@ def check_pair(base: Any, cand: Any, metric: str, force: bool) -> list[str]:
 #: The test the gate decides with, named in its line.
 GATE_TEST = "paired sign-flip test of the mean difference"
 #: ... and with human labels on the same samples of both runs (``ppi_pair``).
-PPI_TEST = "PPI++ test of the mean difference (normal), human labels in both runs"
+PPI_TEST = "PPI++ test of the mean difference ({}), human labels in both runs"
 #: ``test["interval_used"]``: what the verdict decided with.
 PPI, BOOTSTRAP = "ppi++", "bootstrap"
 
@@ -176,8 +176,9 @@ def gate(
     candidate is worse when its mean paired difference is below ``-min_delta`` with
     p < ``alpha``; with several comparisons the p-values are Holm-adjusted first. When
     both runs have human labels on the same samples, the PPI++ mean difference and its
-    normal p-value (below ``alpha`` exactly when its ``1 - alpha`` interval leaves out 0)
-    stand in for the judge's (``decided``), and the line says so.
+    p-value (normal, or the bootstrap's below 50 pairs labelled in both; below ``alpha``
+    exactly when its ``1 - alpha`` interval leaves out 0) stand in for the judge's
+    (``decided``), and the line says so.
     """
     from harness.compare.stats import holm
 
@@ -191,7 +192,8 @@ def gate(
         d, ppi = used["mean_diff"], used is not test
         worse = d < -min_delta and p < alpha
         who = "candidate" if len(listed) == 1 else f"candidate {test['run_a']['name']}"
-        how = (f"{PPI_TEST}, {used['n_labelled']} of {used['n_pairs']} pairs labelled, "
+        how = (f"{PPI_TEST.format(used['p_method'])}, {used['n_labelled']} of "
+               f"{used['n_pairs']} pairs labelled, "
                f"{used['level']:.0%} interval [{used['ci'][0]:+.4f}, {used['ci'][1]:+.4f}]"
                if ppi else f"{GATE_TEST}, {test['p_method']}")
         verdicts.append((worse, f"{who} - baseline = {d:+.4f} on {test['n_pairs']} pairs, "

@@ -110,9 +110,15 @@ def normal_p(mean: float, ci: Sequence[float], level: float) -> float:
 def paired_ppi(
     judge_a: Mapping[str, float], judge_b: Mapping[str, float],
     human_a: Mapping[str, float], human_b: Mapping[str, float], level: float = 0.95,
+    seed: int = 0,
 ) -> dict[str, Any] | None:
     """The PPI++ mean of ``a - b`` and its interval on the ids both judged, the human
-    differences on the ids labelled in both; ``None`` when fewer than 2 are."""
+    differences on the ids labelled in both; ``None`` when fewer than 2 are.
+
+    With fewer than ``BOOTSTRAP_BELOW`` pairs labelled in both, the intervals and the
+    p-value come from the BCa bootstrap a run uses there (``confidence.bootstrap``, seeded
+    with ``seed``), since the central-limit ones cover less often than they say."""
+    from harness.confidence import bootstrap
     from harness.confidence.ppi import classical_ci, ppi_mean_ci
 
     ids = sorted(judge_a.keys() & judge_b.keys())
@@ -123,17 +129,27 @@ def paired_ppi(
     y = [human_a[i] - human_b[i] for i in both]
     yhat = [judge_a[i] - judge_b[i] for i in both]
     rest = [judge_a[i] - judge_b[i] for i in ids if i not in labelled]
-    labels_ci = classical_ci(y, level)
+    small = len(y) < bootstrap.BOOTSTRAP_BELOW
     note = None
+    if small:
+        labels_ci, labels_p = bootstrap.bca_test(y, yhat, rest, level, seed, judge_weight=False)
+    else:
+        labels_ci = classical_ci(y, level)
     if len(rest) < 2:  # nothing (or one sample) for the judge to add
         mean, ci = math.fsum(y) / len(y), labels_ci
+        p = labels_p if small else normal_p(mean, ci, level)
         note = "every paired sample (or all but one) is labelled: the interval is the labels'"
     else:
         mean, ci = ppi_mean_ci(y, yhat, rest, level)
+        if small:
+            ci, p = bootstrap.bca_test(y, yhat, rest, level, seed)
+        else:
+            p = normal_p(mean, ci, level)
     judged = yhat + rest
     return {
         "method": PPI, "level": level, "mean_diff": mean, "ci": ci,
-        "p_value": normal_p(mean, ci, level), "p_method": "normal",
+        "p_value": p, "p_method": "bootstrap" if small else "normal",
+        "interval_method": "bootstrap" if small else "clt",
         "n_labelled": len(both), "n_pairs": len(ids),
         "labelled_a_only": sum(1 for i in ids if i in human_a and i not in labelled),
         "labelled_b_only": sum(1 for i in ids if i in human_b and i not in labelled),
@@ -144,7 +160,7 @@ def paired_ppi(
 
 def attach(
     test: dict[str, Any], c: Any, runs: Sequence[Any], values: Mapping[str, Any], metric: str,
-    out: Path, level: float, notes: list[str],
+    out: Path, level: float, notes: list[str], seed: int = 0,
 ) -> None:
     """Add ``ppi`` (``paired_ppi``) and ``interval_used`` to a paired ``test`` when its
     runs' samples have human labels; a note when they have some that cannot be used."""
@@ -164,7 +180,8 @@ def attach(
         notes.append(f"only {has} has human labels (human_score): a PPI++ difference needs "
                      f"labels on the same samples of both runs; {fallback}")
         return
-    ppi = paired_ppi(values[a.info.run_id] or {}, values[b.info.run_id] or {}, ha, hb, level)
+    ppi = paired_ppi(values[a.info.run_id] or {}, values[b.info.run_id] or {}, ha, hb, level,
+                     seed)
     if ppi is None:
         both = len(ha.keys() & hb.keys())
         notes.append(f"human labels on different samples ({len(ha)} in {la}, {len(hb)} in "
@@ -191,8 +208,8 @@ def ppi_lines(test: Mapping[str, Any], pct: str) -> list[str]:
     lab_lo, lab_hi = ppi["labels_only_ci"]
     return [
         f"  PPI++ difference {ppi['mean_diff']:+.4f} ({a} - {b})  {pct} [{lo:+.4f}, {hi:+.4f}]"
-        f"  p (normal) {ppi['p_value']:.4f}  on {ppi['n_labelled']} of {ppi['n_pairs']} pairs "
-        f"labelled in both",
+        f"  p ({ppi['p_method']}) {ppi['p_value']:.4f}  on {ppi['n_labelled']} of "
+        f"{ppi['n_pairs']} pairs labelled in both",
         f"  labels only      {ppi['labels_only_mean_diff']:+.4f}  {pct} [{lab_lo:+.4f}, "
         f"{lab_hi:+.4f}]",
         "  the verdict uses the PPI++ interval: human labels correct the judge's difference "

@@ -28,7 +28,7 @@ def per_variant(c: Any, runs: list[Any], out: Path, stats: tuple[int, float, int
             tests[variant] = test = paired_test(vc, vb, *stats)
             hb, hc = (per_query(c, r.info.run_id, "human_score", out, variant)
                       for r in (base, cand))
-            ppi = paired_ppi(vc, vb, hc, hb, stats[1]) if hb and hc else None
+            ppi = paired_ppi(vc, vb, hc, hb, stats[1], stats[2]) if hb and hc else None
             test.update(interval_used=BOOTSTRAP if ppi is None else PPI,
                         **({} if ppi is None else {"ppi": ppi}))
     lines = [_line(v, t) for v, t in tests.items()]

@@ -74,53 +74,113 @@ def bca_interval(
         judge_weight: Whether the judge is used (PPI++) or not (the labels alone).
         expand: Whether the quantiles are expanded (False: the plain BCa interval).
     """
-    import numpy as np
-    from scipy.stats import norm, t
+    return Bca(human, judge_labelled, judge_unlabelled, seed, resamples,
+               judge_weight).interval(level, expand)
 
-    y = np.asarray(human, dtype=float)
-    yhat = np.asarray(judge_labelled, dtype=float)
-    rest = np.asarray(judge_unlabelled, dtype=float)
-    n, n_rest = len(y), len(rest)
-    rng = np.random.default_rng(seed)
 
-    def theta(ys: Any, hs: Any, s1: Any, s2: Any) -> Any:
-        if not judge_weight:
-            return ys.mean(axis=1)
-        return estimates(ys, hs, s1, s2, n_rest)
+def bca_test(
+    human: Sequence[float], judge_labelled: Sequence[float], judge_unlabelled: Sequence[float],
+    level: float, seed: int, resamples: int = RESAMPLES, judge_weight: bool = True,
+) -> tuple[list[float], float]:
+    """``bca_interval`` (expanded) and the two-sided p-value of ``mean == 0`` from the same
+    resamples, by inverting the interval: the p-value is below ``1 - level`` exactly when the
+    interval leaves out 0 (up to the resamples' quantile steps)."""
+    boot = Bca(human, judge_labelled, judge_unlabelled, seed, resamples, judge_weight)
+    return boot.interval(level), boot.p_value()
 
-    point = float(theta(y[None], yhat[None], np.array([rest.sum()]),
-                        np.array([(rest * rest).sum()]))[0])
-    boot = np.empty(resamples)
-    resample_rest = judge_weight and n_rest <= RESAMPLED_UP_TO
-    for start in range(0, resamples, BLOCK):
-        size = min(BLOCK, resamples - start)
-        pick = rng.integers(0, n, (size, n))
-        if resample_rest:
-            drawn = rest[rng.integers(0, n_rest, (size, n_rest))]
-            s1, s2 = drawn.sum(axis=1), (drawn * drawn).sum(axis=1)
-        else:
-            s1 = np.full(size, rest.sum())
-            s2 = np.full(size, (rest * rest).sum())
-        boot[start:start + size] = theta(y[pick], yhat[pick], s1, s2)
-    # bias correction: where the point estimate sits among the resamples
-    below = (np.sum(boot < point) + 0.5 * np.sum(boot == point)) / resamples
-    z0 = norm.ppf(min(max(below, 0.5 / resamples), 1 - 0.5 / resamples))
-    # acceleration: the jackknife over the labelled samples
-    keep = ~np.eye(n, dtype=bool)
-    jack = theta(np.broadcast_to(y, (n, n))[keep].reshape(n, n - 1),
-                 np.broadcast_to(yhat, (n, n))[keep].reshape(n, n - 1),
-                 np.full(n, rest.sum()), np.full(n, (rest * rest).sum()))
-    d = jack.mean() - jack
-    spread = float((d * d).sum())
-    accel = float((d ** 3).sum()) / (6 * spread ** 1.5) if spread > 0 else 0.0
-    tails = [(1 - level) / 2, (1 + level) / 2]
-    z = math.sqrt(n / (n - 1)) * t.ppf(tails, n - 1) if expand else norm.ppf(tails)
-    denominator = 1 - accel * (z0 + z)
-    with np.errstate(divide="ignore"):  # past the pole (few samples, a wide level): the end
-        shifted = np.where(denominator > 0, z0 + (z0 + z) / denominator,
-                           np.array([-np.inf, np.inf]))
-    lo, hi = np.quantile(boot, norm.cdf(shifted))
-    return [float(lo), float(hi)]
+
+class Bca:
+    """One bootstrap of the PPI++ mean (or of the labels' mean, ``judge_weight`` False):
+    its resamples, the bias correction ``z0`` and the jackknife acceleration ``accel``;
+    ``bca_interval`` says what it resamples."""
+
+    def __init__(self, human: Sequence[float], judge_labelled: Sequence[float],
+                 judge_unlabelled: Sequence[float], seed: int, resamples: int = RESAMPLES,
+                 judge_weight: bool = True) -> None:
+        import numpy as np
+        from scipy.stats import norm
+
+        y = np.asarray(human, dtype=float)
+        yhat = np.asarray(judge_labelled, dtype=float)
+        rest = np.asarray(judge_unlabelled, dtype=float)
+        n, n_rest = len(y), len(rest)
+        rng = np.random.default_rng(seed)
+
+        def theta(ys: Any, hs: Any, s1: Any, s2: Any) -> Any:
+            if not judge_weight:
+                return ys.mean(axis=1)
+            return estimates(ys, hs, s1, s2, n_rest)
+
+        point = float(theta(y[None], yhat[None], np.array([rest.sum()]),
+                            np.array([(rest * rest).sum()]))[0])
+        boot = np.empty(resamples)
+        resample_rest = judge_weight and n_rest <= RESAMPLED_UP_TO
+        for start in range(0, resamples, BLOCK):
+            size = min(BLOCK, resamples - start)
+            pick = rng.integers(0, n, (size, n))
+            if resample_rest:
+                drawn = rest[rng.integers(0, n_rest, (size, n_rest))]
+                s1, s2 = drawn.sum(axis=1), (drawn * drawn).sum(axis=1)
+            else:
+                s1 = np.full(size, rest.sum())
+                s2 = np.full(size, (rest * rest).sum())
+            boot[start:start + size] = theta(y[pick], yhat[pick], s1, s2)
+        # bias correction: where the point estimate sits among the resamples
+        self.z0 = float(norm.ppf(self._share_below(boot, point)))
+        # acceleration: the jackknife over the labelled samples
+        keep = ~np.eye(n, dtype=bool)
+        jack = theta(np.broadcast_to(y, (n, n))[keep].reshape(n, n - 1),
+                     np.broadcast_to(yhat, (n, n))[keep].reshape(n, n - 1),
+                     np.full(n, rest.sum()), np.full(n, (rest * rest).sum()))
+        d = jack.mean() - jack
+        spread = float((d * d).sum())
+        self.accel = float((d ** 3).sum()) / (6 * spread ** 1.5) if spread > 0 else 0.0
+        self.boot, self.n = boot, n
+
+    @staticmethod
+    def _share_below(boot: Any, value: float) -> float:
+        """The share of resamples below ``value`` (ties half), kept off 0 and 1."""
+        import numpy as np
+
+        below = (np.sum(boot < value) + 0.5 * np.sum(boot == value)) / len(boot)
+        return float(min(max(below, 0.5 / len(boot)), 1 - 0.5 / len(boot)))
+
+    def _scale(self, expand: bool) -> float:
+        return math.sqrt(self.n / (self.n - 1)) if expand else 1.0
+
+    def interval(self, level: float, expand: bool = True) -> list[float]:
+        """The interval at ``level`` (``expand``: Student's t quantiles, n - 1 degrees of
+        freedom, times sqrt(n / (n - 1)); else normal quantiles, the plain BCa)."""
+        import numpy as np
+        from scipy.stats import norm, t
+
+        tails = [(1 - level) / 2, (1 + level) / 2]
+        z = self._scale(expand) * t.ppf(tails, self.n - 1) if expand else norm.ppf(tails)
+        z0, accel = self.z0, self.accel
+        denominator = 1 - accel * (z0 + z)
+        with np.errstate(divide="ignore"):  # past the pole (few samples, a wide level): the end
+            shifted = np.where(denominator > 0, z0 + (z0 + z) / denominator,
+                               np.array([-np.inf, np.inf]))
+        lo, hi = np.quantile(self.boot, norm.cdf(shifted))
+        return [float(lo), float(hi)]
+
+    def p_value(self, null: float = 0.0) -> float:
+        """Two-sided p-value of ``mean == null``: twice the tail of the expanded interval's
+        quantile scale at which an end of the interval reaches ``null``."""
+        from scipy.stats import norm, t
+
+        # the interval's end at tail quantile z sits at the resamples' cdf
+        # norm.cdf(z0 + (z0 + z) / (1 - accel (z0 + z))); solved for the z that puts it at
+        # null: with w = norm.ppf(cdf(null)) - z0, z0 + z = w / (1 + accel w)
+        share = self._share_below(self.boot, null)
+        if not 1 / len(self.boot) <= share <= 1 - 1 / len(self.boot):
+            return 0.0  # no resample beyond null: every level's interval leaves it out
+        w = float(norm.ppf(share)) - self.z0
+        if 1 + self.accel * w <= 0:  # beyond where any level's interval reaches
+            return 0.0
+        z = w / (1 + self.accel * w) - self.z0
+        q = float(t.cdf(z / self._scale(True), self.n - 1))
+        return min(1.0, 2 * min(q, 1 - q))
 
 
 def method_text(n_labelled: int, seed: int, resamples: int = RESAMPLES,

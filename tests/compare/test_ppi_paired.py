@@ -118,6 +118,7 @@ def test_paired_ppi_equals_ppi_py_on_the_same_arrays() -> None:
         human_d = s["b"]["human"][50:200] - s["a"]["human"][50:200]
         lo, hi = ppi_py.classical_mean_ci(human_d, alpha=1 - level)
         assert got["labels_only_ci"] == pytest.approx([lo, hi], abs=1e-12)
+        assert (got["interval_method"], got["p_method"]) == ("clt", "normal")
     assert paired_ppi(judge_b, judge_a, {"q1": 0.0}, {"q1": 1.0}) is None  # one in both
 
 
@@ -256,5 +257,61 @@ def test_real_runs_with_labels_from_the_cli(tmp_path: Path, uri: str) -> None:
     assert lab.sum() == 40 and not human_d[lab].any()  # the same chunks: no difference
     lo, hi = ppi_py.ppi_mean_ci(human_d[lab], judge_d[lab], judge_d[~lab], alpha=0.05, lam=None)
     ppi = result["test"]["ppi"]
-    assert ppi["ci"] == pytest.approx([lo[0], hi[0]], abs=1e-12)
+    # 40 labelled in both (below 50: the bootstrap); no human difference and a judge that
+    # is no use on them (lambda 0): every resample and ppi_py's interval are [0, 0]
+    assert ppi["ci"] == pytest.approx([lo[0], hi[0]], abs=1e-12) and ppi["ci"] == [0.0, 0.0]
+    assert ppi["interval_method"] == "bootstrap" and ppi["p_value"] == 1.0
     assert result["test"]["interval_used"] == "ppi++" and not result["gate"]["failed"]
+    assert "PPI++ test of the mean difference (bootstrap)" in result["gate"]["line"]
+
+
+def test_below_50_pairs_labelled_in_both_the_difference_uses_the_bootstrap() -> None:
+    """30 pairs labelled in both: the intervals and the p-value are the seeded BCa bootstrap
+    the run's own block uses below 50 labels (on the differences, in id order), not the
+    central-limit ones, and the p-value agrees with the interval."""
+    from harness.confidence.bootstrap import bca_test
+
+    s = systems(seed=5)
+    ids = [f"q{i:03d}" for i in range(N)]
+    judge_a, judge_b = (dict(zip(ids, s[k]["judge"].tolist(), strict=True)) for k in "ab")
+    human_a, human_b = ({ids[i]: float(s[k]["human"][i]) for i in range(100, 130)}
+                        for k in "ab")
+    got = paired_ppi(judge_b, judge_a, human_b, human_a, 0.95, seed=4)
+    assert got is not None and got["n_labelled"] == 30
+    judge_d, human_d = (s["b"][k] - s["a"][k] for k in ("judge", "human"))
+    lab = np.zeros(N, dtype=bool)
+    lab[100:130] = True
+    ci, p = bca_test(human_d[lab], judge_d[lab], judge_d[~lab], 0.95, 4)
+    labels_ci, _ = bca_test(human_d[lab], judge_d[lab], judge_d[~lab], 0.95, 4,
+                            judge_weight=False)
+    assert (got["interval_method"], got["p_method"]) == ("bootstrap", "bootstrap")
+    assert got["ci"] == pytest.approx(ci, abs=1e-12) and got["p_value"] == pytest.approx(p)
+    assert got["labels_only_ci"] == pytest.approx(labels_ci, abs=1e-12)
+    clt, _ = expected(s, range(100, 130))
+    assert got["ci"] != pytest.approx(clt, abs=1e-6)
+    point = ppi_py.ppi_mean_pointestimate(human_d[lab], judge_d[lab], judge_d[~lab], lam=None)
+    assert got["mean_diff"] == pytest.approx(float(np.ravel(point)[0]), abs=1e-12)
+    assert (got["p_value"] < 0.05) == (not got["ci"][0] <= 0 <= got["ci"][1])
+    assert got == paired_ppi(judge_b, judge_a, human_b, human_a, 0.95, seed=4)  # seeded
+
+
+@pytest.mark.slow
+def test_the_difference_covers_at_30_labels_in_both() -> None:
+    """40 draws of two systems people find equally good, a judge lenient on A's chunks
+    only, 30 of 400 samples labelled in both runs: the PPI++ difference's interval (the
+    bootstrap) covers the true difference (the 400 samples' human mean difference) at
+    least 34 times, and the judge's own difference is off it in most draws."""
+    covers = judge_off = 0
+    ids = [f"q{i:03d}" for i in range(N)]
+    for draw in range(40):
+        s = systems(seed=500 + draw)
+        labelled = np.random.default_rng(draw).choice(N, 30, replace=False)
+        judge_a, judge_b = (dict(zip(ids, s[k]["judge"].tolist(), strict=True)) for k in "ab")
+        human_a, human_b = ({ids[i]: float(s[k]["human"][i]) for i in labelled} for k in "ab")
+        got = paired_ppi(judge_b, judge_a, human_b, human_a, 0.95, seed=draw)
+        assert got is not None and got["interval_method"] == "bootstrap"
+        truth = float(np.mean(s["b"]["human"] - s["a"]["human"]))
+        covers += got["ci"][0] <= truth <= got["ci"][1]
+        judge_off += abs(got["judge_mean_diff"] - truth) > 0.05
+    assert covers >= 34, covers
+    assert judge_off >= 30, judge_off

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 from helpers.ppi_sim import ap, population
 
-from harness.confidence.bootstrap import BOOTSTRAP_BELOW, RESAMPLED_UP_TO, bca_interval, estimates
+from harness.confidence.bootstrap import (
+    BOOTSTRAP_BELOW,
+    RESAMPLED_UP_TO,
+    bca_interval,
+    bca_test,
+    estimates,
+)
 from harness.confidence.ppi import classical_ci, confidence_block
 
 ppi_py = pytest.importorskip("ppi_py")
@@ -156,3 +162,35 @@ def test_everything_labelled_below_50_is_the_labels_own_bootstrap_interval():
         y, yhat, [], 0.95, 2, judge_weight=False)
     assert block["interval_method"] == "bootstrap"
     assert "resamples of the labels' mean, seed 2" in block["interval"]
+
+
+@pytest.mark.parametrize("judge_weight", [True, False])
+def test_the_p_value_is_below_alpha_exactly_when_the_interval_leaves_out_0(judge_weight):
+    """Paired differences (in [-1, 1]) of 30 random cases, 5 to 49 labelled: the test's
+    p-value is below alpha exactly when the interval at 1 - alpha (checked against scipy's
+    BCa above) leaves out 0, at five levels; cases within the resamples' quantile step of
+    the boundary are not decided by either and are skipped (at most a few)."""
+    rng = np.random.default_rng(11)
+    checked = 0
+    for case in range(30):
+        n, shift = int(rng.integers(5, 50)), float(rng.normal(0, 0.12))
+        y = np.clip(rng.normal(shift, 0.3, n), -1, 1)
+        yhat = np.clip(y + rng.normal(0.05, 0.2, n), -1, 1)
+        rest = np.clip(rng.normal(shift + 0.05, 0.35, 300), -1, 1)
+        for alpha in (0.01, 0.05, 0.1, 0.3, 0.5):
+            ci, p = bca_test(y, yhat, rest, 1 - alpha, case, judge_weight=judge_weight)
+            assert ci == bca_interval(y, yhat, rest, 1 - alpha, case, judge_weight=judge_weight)
+            if abs(p - alpha) < 0.003 or min(abs(ci[0]), abs(ci[1])) < 1e-3:
+                continue
+            assert (p < alpha) == (ci[0] > 0 or ci[1] < 0), (case, alpha, p, ci)
+            checked += 1
+    assert checked >= 140
+
+
+def test_the_p_value_is_0_when_every_resample_lies_on_one_side():
+    """Every labelled difference positive: no resample reaches 0, so no interval does."""
+    y = np.array([0.2, 0.3, 0.25, 0.4, 0.35, 0.3])
+    _, p = bca_test(y, y, np.full(50, 0.3), 0.95, 0, judge_weight=False)
+    assert p == 0.0
+    _, p = bca_test(y - 0.3, y - 0.3, np.zeros(50), 0.95, 0, judge_weight=False)
+    assert p > 0.5  # centred on 0
