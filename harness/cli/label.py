@@ -3,12 +3,15 @@
     harness label outputs/2026-12-04/10-00-00 150             # seed 0, sheet in RUN_DIR/labels
     harness label outputs/2026-12-04/10-00-00 150 --seed 7 --out sheets/dl19
     harness label outputs/2026-12-04/10-00-00 --width 0.03    # as many as give ±0.03
+    harness label outputs/2026-12-04/10-00-00 120 --by qtype  # per value of run.strata
 
 The draw is a seeded uniform sample of N of the run's samples (those with retrieved
 chunks). With --width W instead of N it is as many as give the PPI++ interval a half-width
 of W, worked out from the run's judge scores and the labels it has so far (a labelled
 run's human scores: the sheet then holds those samples too, filled in, and draws the rest);
-without labels it assumes the judge does not help and says so. The sheet (``labels.csv``
+without labels it assumes the judge does not help and says so. With --by COLUMN (the
+run's run.strata) the N are shared among the column's values in proportion to their samples,
+at least 2 each, and drawn uniformly within each. The sheet (``labels.csv``
 and ``labels.jsonl``, one row per retrieved chunk with an empty ``relevant`` column) and the
 draw (``draw.json``: seed and drawn ids) go into the out folder, which must not hold a sheet
 already. Texts the run cut (``run.row_text_chars``) are taken whole from its dataset's
@@ -84,6 +87,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
                    help="how many samples to draw (from 2); or give --width")
     p.add_argument("--width", type=_width, default=None, metavar="W",
                    help="draw as many as give the interval a half-width of W (e.g. 0.03)")
+    p.add_argument("--by", default=None, metavar="COLUMN",
+                   help="draw within each value of the run's run.strata column (N shared in "
+                   "proportion, at least 2 each)")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the draw (default 0)")
     p.add_argument("--out", default=None, help=f"folder for the sheet (default "
                    f"RUN_DIR/{DEFAULT_OUT}); refused when it already holds a sheet")
@@ -97,11 +103,13 @@ def main(argv: list[str] | None = None, prog: str = "harness label") -> int:
     if (args.n is None) == (args.width is None):
         p.error("give N (how many samples to draw) or --width W (a half-width), not "
                 + ("both" if args.n is not None else "neither"))
+    if args.by is not None and args.width is not None:
+        p.error("--by draws N samples per value of a column; give N, not --width")
     with stops("harness label", "no sheet was written"):
         try:
             if args.width is not None:
                 return write_width(Path(args.run_dir), args.width, args.seed, args.out)
-            return write(Path(args.run_dir), args.n, args.seed, args.out)
+            return write(Path(args.run_dir), args.n, args.seed, args.out, args.by)
         except HarnessError as e:
             print(f"error: {redact(str(e))}", file=sys.stderr)
             return 2
@@ -112,12 +120,18 @@ def main(argv: list[str] | None = None, prog: str = "harness label") -> int:
     return 130  # not reached: stops exits; for the type checker
 
 
-def write(run_dir: Path, n: int, seed: int, out: str | None) -> int:
+def write(run_dir: Path, n: int, seed: int, out: str | None, by: str | None = None) -> int:
     """Check the run folder, write the sheet and say what to do next; the exit code."""
     from harness.confidence.sheet import draw_sheet
 
     folder = _free_folder(run_dir, out)
-    return _write(run_dir, folder, draw_sheet(run_dir, n, seed), f"drew {n}")
+    sheet = draw_sheet(run_dir, n, seed, by=by)
+    drew = f"drew {n}"
+    if by is not None:
+        drew += f" by {by} (" + ", ".join(
+            f"{v} {c['drawn']} of {c['population']}" for v, c in sheet.record["strata"].items()
+        ) + ")"
+    return _write(run_dir, folder, sheet, drew)
 
 
 def write_width(run_dir: Path, width: float, seed: int, out: str | None) -> int:

@@ -35,7 +35,7 @@ from typing import Any
 
 from harness.confidence.labels import escape_cell
 from harness.confidence.ppi import NOT_DRAWN
-from harness.core.errors import ConfigError, DatasetError
+from harness.core.errors import ConfigError, DatasetError, closest
 from harness.datasets.reading import decode_line, load_json, read_lines, stat_file
 
 CUT = "…"
@@ -109,7 +109,8 @@ def sheet_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 def draw_sheet(run_dir: str | Path, n: int, seed: int,
                rows: Sequence[dict[str, Any]] | None = None,
-               carried: Mapping[str, Sequence[int]] | None = None) -> Sheet:
+               carried: Mapping[str, Sequence[int]] | None = None,
+               by: str | None = None) -> Sheet:
     """Draw ``n`` samples of the finished run in ``run_dir`` with ``seed``: the sheet's rows
     and the draw's record (seed, drawn ids, the run and its rows' sha256). ``rows``: the
     run's rows when the caller has read them already.
@@ -117,11 +118,18 @@ def draw_sheet(run_dir: str | Path, n: int, seed: int,
     ``carried``: samples labelled so far, by id, with their human verdicts (rank order):
     they are not drawn again, and the sheet holds them first, filled in, so that it is the
     one labels file of the next run; ``draw.json`` names them (``carried``) and counts them
-    among the drawn (a uniform draw from the rest added to a uniform draw is one)."""
+    among the drawn (a uniform draw from the rest added to a uniform draw is one).
+
+    ``by``: the run's ``run.strata`` column: the draw is uniform within each value of it,
+    ``n`` shared among them by ``strata.allocate``; ``draw.json`` records the counts."""
     rows_by_id = {str(r["id"]): r for r in (run_rows(run_dir) if rows is None else rows)}
     kept = dict(carried or {})
     eligible = [k for k, r in rows_by_id.items() if sheet_rows(r) and k not in kept]
-    drawn = draw(eligible, n, seed)
+    by_value: dict[str, dict[str, int]] = {}
+    if by is None:
+        drawn = draw(eligible, n, seed)
+    else:
+        drawn, by_value = _draw_by(rows_by_id, eligible, n, seed, by, run_dir)
     chosen = set(drawn)
     lines = []
     for k, verdicts in kept.items():
@@ -140,7 +148,55 @@ def draw_sheet(run_dir: str | Path, n: int, seed: int,
     }
     if kept:
         record["carried"] = list(kept)
+    if by is not None:
+        record["by"], record["strata"] = by, by_value
     return Sheet(lines, record)
+
+
+def _draw_by(
+    rows_by_id: Mapping[str, dict[str, Any]], eligible: Sequence[str], n: int, seed: int,
+    by: str, run_dir: str | Path,
+) -> tuple[list[str], dict[str, dict[str, int]]]:
+    """A seeded uniform draw within each value of the rows' ``stratum`` (the run's
+    ``run.strata`` must be ``by``), and per value its samples and how many were drawn."""
+    from harness.confidence.strata import allocate
+
+    column = _run_strata(run_dir)
+    if column != by:
+        made = (f"was stratified by {column!r}{closest(by, [column])}" if column
+                else "was made without run.strata")
+        raise ConfigError(
+            f"label --by {by}: the run in {run_dir} {made}, so its rows carry no {by} value; "
+            f"score it again with run.strata={by} (the verdict cache answers the judge's part "
+            "for free), then draw from that run")
+    groups: dict[str, list[str]] = {}
+    for k in eligible:
+        value = rows_by_id[k].get("stratum")
+        if not isinstance(value, str):
+            raise DatasetError(str(Path(run_dir) / "samples.jsonl"),
+                               f"row {k!r} has no stratum: the rows were not written by a run "
+                               f"with run.strata={by}", field="stratum")
+        groups.setdefault(value, []).append(k)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"label: expected a number of samples from 1, got {n!r}")
+    counts = allocate({v: len(ids) for v, ids in groups.items()}, n, by)
+    rng = random.Random(seed)
+    drawn: list[str] = []
+    for value in sorted(groups):
+        drawn += rng.sample(groups[value], counts[value])
+    return drawn, {v: {"population": len(groups[v]), "drawn": counts[v]} for v in sorted(groups)}
+
+
+def _run_strata(run_dir: str | Path) -> str | None:
+    """The run's ``run.strata`` (its ``config.yaml``); None without."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text("utf-8"))
+        column = cfg["run"].get("strata")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, yaml.YAMLError):
+        return None
+    return column if isinstance(column, str) else None
 
 
 def sheet_bytes(sheet: Sheet) -> dict[str, bytes]:

@@ -177,6 +177,10 @@ def build(cfg: DictConfig | Mapping[str, Any], dataset: Dataset | None = None,
     assert dataset is not None
     dataset = conform(dataset, DATASET, f"dataset {_named_by(cfg, 'dataset', dataset)}")
     dataset.check()
+    if run_settings.strata is not None:
+        from harness.run.strata import stratify
+
+        stratify(dataset, run_settings.strata, _named_by(cfg, "dataset", dataset))
     retriever = conforming(instantiate(cfg, "retriever"), str(cfg.retriever.get("_target_")))
     if variants:
         panel = _panel(cfg, variants, members)

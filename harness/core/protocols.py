@@ -93,6 +93,13 @@ class Dataset(Protocol):
         value), for lines that name the columns a file has; read apart from the samples."""
         ...
 
+    @property
+    def stratify(self) -> Callable[[str], None] | None:
+        """Optional (``None``: the data has no columns to stratify by): called once, before
+        any sample is read, with ``run.strata``'s column; each sample then has its value as
+        ``stratum``."""
+        ...
+
     def estimate_count(self) -> int:
         """About how many samples there are (for progress; may be cheap and approximate)."""
         ...
@@ -397,6 +404,7 @@ DATASET = _role(Dataset, "dataset", "harness.core.protocols.Dataset", {
     "traced": lambda part: None,
     "fields": lambda part: {},
     "first_record": lambda part: dict,
+    "stratify": lambda part: None,
 })
 #: What a judge must have (an internal seam).
 JUDGE = _role(Judge, "judge", "harness.core.protocols.Judge", {

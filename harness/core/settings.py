@@ -78,6 +78,11 @@ class RunSettings:
         human_label_samples: With ``human_labels=qrels``: how many samples to draw (seed
             ``run.seed``), at least 2.
         confidence_level: The level of the confidence intervals, between 0 and 1.
+        strata: A column of the dataset (query type, language): each sample's row gets
+            its value (``stratum``), and with ``human_labels`` the ``confidence`` block
+            reports the PPI++ mean and interval per value and combines them into the
+            overall one (``harness.confidence.strata``); ``harness label --by`` draws per
+            value. Datasets read from records only (JSONL, CSV, JSON, Parquet, Python).
         dry_run: Send no judge request: read the dataset, run the retriever and build
             every judge request as the run would, look each up in the verdict cache (only
             read), and write ``estimate.json`` (requests, tokens, cost at realtime and
@@ -108,6 +113,7 @@ class RunSettings:
     human_labels: str | None = None
     human_label_samples: Annotated[int, Range(ge=2)] | None = None
     confidence_level: Annotated[float, Range(gt=0, lt=1)] = 0.95
+    strata: str | None = None
     dry_run: bool = False
 
     def __post_init__(self) -> None:
@@ -140,6 +146,8 @@ def check_labels(run: RunSettings) -> None:
                           "run.human_label_samples=150")
     if labels is not None and not labels.strip():
         raise ConfigError("run.human_labels: expected a labels file, qrels or mlflow, got ''")
+    if run.strata is not None and run.shards > 1:
+        raise ConfigError("run.strata: shards do not carry the strata; set run.shards=1")
     if labels is not None and run.shards > 1:
         raise ConfigError("run.human_labels: shards do not carry the labelled chunks; "
                           "set run.shards=1 for a run with human labels")

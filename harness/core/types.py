@@ -7,6 +7,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 #: Sample fields, named as ragas names them. A dataset may provide any subset.
+#: The key of ``dataset.fields`` that holds the column ``run.strata`` names (set by the run).
+STRATUM = "stratum"
+
 SAMPLE_FIELDS: tuple[str, ...] = (
     "user_input",
     "reference",
@@ -28,6 +31,7 @@ class RagSample:
     ``reference_context_ids``. ``retrieved_context_metadata`` is each retrieved chunk's
     metadata (JSON values), parallel to ``retrieved_contexts``, where the source records it
     (a RETRIEVER span of an MLflow trace); it is shown beside each chunk, never scored.
+    ``stratum`` is the value of the dataset column ``run.strata`` names, when it is set.
     """
 
     id: str
@@ -40,6 +44,7 @@ class RagSample:
     reference_context_ids: tuple[str, ...] | None = None
     reference_context_grades: tuple[float, ...] | None = None
     retrieved_context_metadata: tuple[Mapping[str, Any], ...] | None = None
+    stratum: str | None = None
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.core.errors import ConfigError, DatasetError, closest
 from harness.core.text import text_problem as text_problem  # the check lives there
-from harness.core.types import SAMPLE_FIELDS
+from harness.core.types import SAMPLE_FIELDS, STRATUM
 
 #: Column names kept for the hint of a mapping that matches no column.
 _MAX_KEYS = 1000
@@ -71,6 +71,9 @@ def field_map(fields: Mapping[str, str] | None) -> dict[str, str]:
     for ours, theirs in fields.items():
         if theirs is None and ours in mapping:
             continue
+        if ours == STRATUM and isinstance(theirs, str) and text_problem(theirs) is None:
+            mapping[ours] = theirs  # run.strata's column, carried to a shard's reader
+            continue
         if ours not in mapping:
             raise ConfigError(
                 f"dataset.fields: unknown field {ours!r}{closest(str(ours), list(mapping))}; "
@@ -105,7 +108,8 @@ class MappedColumns:
     def __init__(self, path: str, fields: Mapping[str, str], mapped_by: str) -> None:
         self.path, self.mapped_by = path, mapped_by
         # mapped column -> harness field, until a record (or the header) has the column
-        self.unseen = {theirs: ours for ours, theirs in fields.items() if theirs != ours}
+        self.unseen = {theirs: ours for ours, theirs in fields.items()
+                       if theirs != ours or ours == STRATUM}
         self._keys: set[str] = set()
         self._count = 0
 
@@ -141,7 +145,8 @@ class MappedColumns:
             raise DatasetError(self.path, self._missing(column, where, self._keys))
 
     def _missing(self, column: str, where: str, columns: Collection[str]) -> str:
-        setting = self.mapped_by.format(self.unseen[column])
+        ours = self.unseen[column]
+        setting = "run.strata" if ours == STRATUM else self.mapped_by.format(ours)
         names = sorted(c for c in columns if isinstance(c, str) and text_problem(c) is None)
         listed = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
         have = f"; the columns are {listed}" if names else ""

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.core.capabilities import Splittable, Traced
 from harness.core.errors import DatasetError
-from harness.core.types import Corpus, RagSample
+from harness.core.types import STRATUM, Corpus, RagSample
 from harness.datasets.corpus_texts import fill_from_corpus
 from harness.datasets.documents import combined_sha256, corpus_file
 from harness.datasets.fields import DOCUMENT_HINT, columnar, field_map
@@ -96,6 +96,10 @@ class FileDataset:
     def traced(self) -> Traced | None:
         """Not read from traces."""
         return None
+
+    def stratify(self, column: str) -> None:
+        """Give each sample the value of ``column`` as its ``stratum`` (``run.strata``)."""
+        self.fields = field_map({**self.fields, STRATUM: column})
 
     def first_record(self) -> dict[str, Any]:
         """The file's first record as the file holds it, for lines naming its columns."""

@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from harness.core.capabilities import Splittable, Traced
 from harness.core.errors import ConfigError, DatasetError
-from harness.core.types import Corpus, RagSample
+from harness.core.types import STRATUM, Corpus, RagSample
 from harness.datasets.fields import MappedColumns, field_map
 from harness.datasets.files import batched
 from harness.datasets.records import RecordParser
@@ -93,6 +93,10 @@ class RecordsDataset:
         if self.records:
             keys = {k for r in self.records for k in r if isinstance(k, str)}
             MappedColumns(self.name, self.fields, _MAPPED_BY).check(keys, "in no record")
+
+    def stratify(self, column: str) -> None:
+        """Give each sample the value of ``column`` as its ``stratum`` (``run.strata``)."""
+        self.fields = field_map({**self.fields, STRATUM: column})
 
     def estimate_count(self) -> int:
         """The number of records."""

@@ -10,9 +10,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from harness.core.errors import DatasetError
+from harness.core.errors import DatasetError, closest
 from harness.core.text import all_writable
-from harness.core.types import SAMPLE_FIELDS, RagSample
+from harness.core.types import SAMPLE_FIELDS, STRATUM, RagSample
 from harness.datasets.fields import ALIASES, LEGACY_LIST, MappedColumns, text_problem
 from harness.datasets.seen_ids import SeenIds
 
@@ -69,6 +69,10 @@ class RecordParser:
         # columns of a record of ids only, checked in one step (``_ids_only``)
         self._plain = None if cells_are_text or aliases.intersection(plain) else plain
         self._plain_keys = frozenset(plain)
+        #: run.strata's column: each sample's ``stratum`` (records then take the full path)
+        self._stratum = fields.get(STRATUM)
+        if self._stratum is not None:
+            self._plain = None
 
     def parse(self, raw: Any, index: int, line: int) -> RagSample:
         """Validate ``raw`` (record ``index``, 0-based; ``line``, 1-based) into a sample."""
@@ -92,7 +96,28 @@ class RecordParser:
             values[ours] = self._convert(ours, value, line)
         self._check_parallel(values, line)
         sample_id = self._id(raw.get(self.fields["id"]), index, line)
+        if self._stratum is not None:
+            values["stratum"] = self._stratum_of(raw, self._stratum, line)
         return RagSample(id=sample_id, **values)
+
+    def _stratum_of(self, raw: dict[str, Any], column: str, line: int) -> str:
+        """The record's value of ``run.strata``'s column, as text (a number or a boolean
+        as JSON writes it); a record without one, or with a list or an object, is refused."""
+        value = raw.get(column)
+        if value is None or value == "":
+            keys = [k for k in raw if isinstance(k, str)]
+            said = "is empty" if column in raw else "is missing"
+            raise self._error(f"column {column!r} (run.strata) {said}: every record needs "
+                              f"its stratum{closest(column, keys)}", line, column)
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int | float) and not (isinstance(value, float) and
+                                                   not math.isfinite(value)):
+            return json.dumps(value)
+        if isinstance(value, str) and text_problem(value) is None:
+            return value
+        raise self._error(f"column {column!r} (run.strata) holds {_type_name(value)}: a "
+                          "stratum is one text or number", line, column)
 
     def _ids_only(self, raw: dict[str, Any], index: int, line: int) -> RagSample | None:
         """A record of an id and two lists of string ids (a retrieval run's usual line),

@@ -179,6 +179,9 @@ def section(name: str, block: Mapping[str, Any]) -> dict[str, Any]:
     if block.get("interval_method") == "bootstrap":
         boot = (f"With {n_lab} labelled samples the PPI++ and labels-only intervals are "
                 f"bootstrap intervals: {block.get('interval', '')}.")
+    elif block.get("interval_method") == "stratified":
+        boot = (f"The PPI++ and labels-only intervals are {block.get('interval', '')}; each "
+                "value's own is in the table below.")
     halve = halving_line(dict(block))
     notes = []
     if block.get("note"):
@@ -189,10 +192,28 @@ def section(name: str, block: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(unscored, int) and unscored:
         notes.append(f"{unscored:,} labelled sample(s) the judge did not score are left out.")
     return {"name": name, "level": pct, "lead": lead, "rows": rows, "plot": drawing(rows),
+            "strata": strata_table(block),
             "notes": notes, "method": boot,
             "halve": None if halve is None else halve[0].upper() + halve[1:] + ".",
             "labels": labels_line(block), "agreement": agreement(block),
             "random_draw": bool(block.get("random_draw"))}
+
+
+def strata_table(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """With ``run.strata``: the column, a row per value (its PPI++ mean and interval, how
+    many of its samples were labelled, the judge's mean), and the block's note."""
+    strata = block.get("strata")
+    if not isinstance(strata, Mapping):
+        return None
+    rows = []
+    for entry in strata.get("values") or []:
+        ci = _interval(entry.get("ci"))
+        rows.append({"value": entry.get("value"), "mean": num(entry.get("mean")),
+                     "ci": "n/a" if ci is None else f"[{num(ci[0])}, {num(ci[1])}]",
+                     "labelled": f"{num(entry.get('n_labelled'))} of {num(entry.get('n'))}",
+                     "judge": num(entry.get("judge_mean")),
+                     "method": entry.get("interval_method") or "none: fewer than 2 labelled"})
+    return {"column": strata.get("column"), "rows": rows, "note": strata.get("note")}
 
 
 def sections(summary: Any) -> list[dict[str, Any]]:
@@ -241,6 +262,17 @@ holds whatever the judge's errors (narrower than the labels alone when the judge
 {% endfor %}<text x="{{ (p.left + p.right) / 2 }}" y="{{ p.height - 2 }}"
  text-anchor="middle" font-size="11" fill="#5a5a5a">mean, with its interval</text></svg>
 {% endif %}</div>
+{% if s.strata %}<h4>By {{ s.strata.column }}</h4>
+<table class="strata"><thead><tr><th>{{ s.strata.column }}</th><th class="num">PPI++ mean</th>
+<th class="num">{{ s.level }} interval</th><th class="num">labelled</th>
+<th class="num">judge alone</th><th>interval</th></tr></thead><tbody>
+{% for r in s.strata.rows %}<tr data-stratum="{{ r.value }}"><th>{{ r.value }}</th>
+<td class="num mean">{{ r.mean }}</td><td class="num ci">{{ r.ci }}</td>
+<td class="num">{{ r.labelled }}</td><td class="num">{{ r.judge }}</td>
+<td>{{ r.method }}</td></tr>
+{% endfor %}</tbody></table>
+{% if s.strata.note %}<p class="conf-note"><strong>Note:</strong> {{ s.strata.note }}</p>
+{% endif %}{% endif %}
 {% if s.agreement %}<h4>The judge against the human verdicts, chunk by chunk</h4>
 <div class="conf-body"><table class="confusion">
 <thead><tr><th></th><th class="num">judge: relevant</th><th class="num">judge: not relevant</th>

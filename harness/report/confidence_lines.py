@@ -31,11 +31,11 @@ def confidence_rows(summary: RunSummary) -> list[tuple[str, str]]:
             continue
         low, high = block["ci"]
         kappa = (block.get("judge_agreement") or {}).get("kappa")
-        boot = ", bootstrap" if block.get("interval_method") == "bootstrap" else ""
         rows.append(("confidence", (
-            f"{lead}mean {block['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++{boot}, "
+            f"{lead}mean {block['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++{_how(block)}, "
             f"{block['n_labelled']} of {block['n']} labelled; judge alone "
             f"{block['judge_mean']:.3f}; kappa {'n/a' if kappa is None else f'{kappa:.2f}'})")))
+        rows += [("strata", lead + line) for line in strata_lines(block)]
         halve = halving_line(block)
         if halve is not None:
             rows.append(("labels", lead + halve))
@@ -46,6 +46,36 @@ def confidence_rows(summary: RunSummary) -> list[tuple[str, str]]:
                              "interval assumes they are one" if note == NOT_DRAWN else note))
     rows += [("labels", line) for line in unmatched(first.get("labels") or {})]
     return rows
+
+
+def _how(block: dict[str, Any]) -> str:
+    """What the interval is, when it is not the central-limit one."""
+    method = block.get("interval_method")
+    if method == "stratified":
+        return f", stratified by {(block.get('strata') or {}).get('column')}"
+    return ", bootstrap" if method == "bootstrap" else ""
+
+
+def strata_lines(block: dict[str, Any]) -> list[str]:
+    """With ``run.strata``: a line per value (``qtype=list: mean 0.612 [0.48, 0.72]
+    (PPI++, bootstrap, 30 of 150 labelled; judge alone 0.701)``), then the note when the
+    overall interval could not be stratified."""
+    strata = block.get("strata")
+    if not isinstance(strata, dict):
+        return []
+    lines = []
+    for entry in strata.get("values") or []:
+        head = f"{strata.get('column')}={entry['value']}: "
+        counts = f"{entry['n_labelled']} of {entry['n']} labelled"
+        if entry.get("ci") is None:
+            lines.append(f"{head}no interval ({counts}); judge alone {entry['judge_mean']:.3f}")
+            continue
+        low, high = entry["ci"]
+        lines.append(f"{head}mean {entry['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++{_how(entry)}, "
+                     f"{counts}; judge alone {entry['judge_mean']:.3f})")
+    if strata.get("note"):
+        lines.append(str(strata["note"]))
+    return lines
 
 
 def unmatched(counts: dict[str, Any]) -> list[str]:

@@ -28,6 +28,7 @@ from harness.confidence.labels import Label, LabelFile, read_labels
 from harness.confidence.match import Judged, Matched, RunSample, judged, match
 from harness.confidence.ppi import NOT_DRAWN, variant_confidence
 from harness.confidence.sheet import drawn_as_recorded, read_draw
+from harness.confidence.strata import stratify_block
 from harness.core.errors import ConfigError
 from harness.core.protocols import Parts
 from harness.core.settings import MLFLOW, QRELS
@@ -61,6 +62,7 @@ class HumanLabels:
         drawn: The qrels' drawn sample ids, and the draw's record.
         min_grade: The dataset's, for the qrels' grades.
         seed: ``run.seed``, for the bootstrap interval of few labels.
+        strata_column: ``run.strata``: the blocks are stratified by each sample's stratum.
     """
 
     source: str
@@ -72,6 +74,8 @@ class HumanLabels:
     draw: dict[str, Any] | None = None
     min_grade: float = 1.0
     seed: int = 0
+    strata_column: str | None = None
+    strata: dict[str, str] = field(default_factory=dict)
     verdicts: dict[str, tuple[int, ...]] = field(default_factory=dict)
     judged: dict[str | None, list[Judged]] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
@@ -105,6 +109,8 @@ class HumanLabels:
         """Note one scored sample: its row gets the human verdicts and each variant's human
         score; each variant's score (and, when labelled, its verdicts) is kept."""
         verdicts = self.human_verdicts(sample)
+        if sample.stratum is not None:
+            self.strata[sample.id] = sample.stratum
         if verdicts is not None:
             self.verdicts[sample.id] = verdicts
             put_after(row, "verdicts", "human_verdicts", list(verdicts))
@@ -135,8 +141,13 @@ class HumanLabels:
         elif self.source == MLFLOW:
             random_draw, note = False, NOT_DRAWN
         else:
-            random_draw, note = drawn_as_recorded(list(matched.verdicts),
-                                                  read_draw(self.file.path))
+            record = read_draw(self.file.path)
+            random_draw, note = drawn_as_recorded(list(matched.verdicts), record)
+            by = None if record is None else record.get("by")
+            if isinstance(by, str) and by != self.strata_column:
+                note = ((note + "; ") if note else "") + (
+                    f"the labels were drawn by {by} (harness label --by): set run.strata={by} "
+                    "so that each value's samples count by their share of the run")
         for name, score in self.scorers.items():
             if score is None:
                 continue
@@ -146,6 +157,11 @@ class HumanLabels:
             except ConfigError as e:  # too few labelled samples: the outputs stay, exit 3
                 tally.no_interval = f"{e}; {_label_counts(matched.counts())}"
                 return
+            if self.strata_column is not None:
+                block = stratify_block(
+                    block, {s.id: s.score for s in self.judged.get(name, [])},
+                    {k: score(v) for k, v in matched.verdicts.items()}, self.strata,
+                    self.strata_column, self.level, self.seed)
             block["labels_source"] = self.source
             if self.file is not None and self.file.skipped:
                 block["labels"]["skipped_feedback"] = self.file.skipped
@@ -186,7 +202,7 @@ def human_labels(parts: Parts) -> HumanLabels | None:
         raise ConfigError(f"run.human_labels: {_lacking(parts)}")
     min_grade = parts.dataset.min_grade
     out = HumanLabels(run.human_labels, scorers, run.confidence_level, min_grade=min_grade,
-                      seed=run.seed)
+                      seed=run.seed, strata_column=run.strata)
     if run.human_labels == QRELS:
         out.drawn, out.draw, out.source = _qrels_draw(parts)
         return out

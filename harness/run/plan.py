@@ -97,6 +97,24 @@ def plan(parts: Parts) -> tuple[Iterable[list[RagSample]], int]:
     return batches, parts.dataset.estimate_count()
 
 
+def _observer(parts: Parts) -> Callable[[RagSample, dict[str, Any]], None] | None:
+    """What sees each sample and its row before it is written: ``run.strata`` puts the
+    sample's stratum in the row, human labels their verdicts (both, in that order)."""
+    from harness.run.strata import with_stratum
+
+    labels, strata = parts.labels, parts.settings.strata is not None
+    if labels is None:
+        return with_stratum if strata else None
+    if not strata:
+        return labels.observe
+
+    def both(sample: RagSample, row: dict[str, Any]) -> None:
+        with_stratum(sample, row)
+        labels.observe(sample, row)
+
+    return both
+
+
 def score(
     parts: Parts,
     batches: Iterable[list[RagSample]],
@@ -121,7 +139,7 @@ def score(
                      [o.name for o in parse_objective(parts.settings.objective)],
                      variants=names, documents=CorpusTexts(parts.dataset.corpus),
                      max_reasons=max_reasons,
-                     observe=None if labels is None else labels.observe,
+                     observe=_observer(parts),
                      report=parts.settings.report)
     if labels is not None:
         labels.finish(tally)

@@ -9,7 +9,7 @@ before its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
@@ -52,6 +52,7 @@ class IndexShard:
         self.splittable: Splittable | None = None
         self.traced: Traced | None = None
         self.fields: Mapping[str, str] = whole.fields
+        self.stratify: Callable[[str], None] | None = None  # shards carry no strata
 
     def first_record(self) -> dict[str, Any]:
         """The whole dataset's first record."""
