@@ -107,8 +107,9 @@ class RecordParser:
         if value is None or value == "":
             keys = [k for k in raw if isinstance(k, str)]
             said = "is empty" if column in raw else "is missing"
+            hint = "" if column in raw else closest(column, keys)
             raise self._error(f"column {column!r} (run.strata) {said}: every record needs "
-                              f"its stratum{closest(column, keys)}", line, column)
+                              f"its stratum{hint}", line, column)
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, int | float) and not (isinstance(value, float) and

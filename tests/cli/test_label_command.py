@@ -201,8 +201,8 @@ def test_help_lists_it_and_a_typo_names_it(
     assert ("  harness label    draw the samples to label from a finished run; write their "
             "sheet") in out.split("== Commands ==", 1)[1].splitlines()
     code, out, _ = harness(monkeypatch, capsys, "label", "--help")
-    assert code == 0 and out.startswith("usage: harness label [-h] [--width W] [--seed SEED] "
-                                        "[--out OUT] RUN_DIR [N]")
+    assert code == 0 and out.startswith("usage: harness label [-h] [--width W] [--by COLUMN] "
+                                        "[--seed SEED] [--out OUT]\n")
     for typo in ("lable", "labels", "labl"):
         code, out, err = harness(monkeypatch, capsys, typo, "run", "5")
         assert (code, out) == (2, "")
