@@ -28,6 +28,8 @@ ROWS = (
     ("judge_mean", "judge_only_ci", "judge only",
      "every sample, the judge taken as right: sampling noise only", "#D55E00"),
 )
+#: How the strata table names each interval's method.
+METHODS = {"clt": "central limit", "bootstrap": "bootstrap (under 50 labelled)"}
 #: What the block's ``labels`` counts are called, in the order shown.
 LABEL_COUNTS = {
     "label_rows": "label rows read", "matched_rows": "matched to the run's chunks",
@@ -212,7 +214,8 @@ def strata_table(block: Mapping[str, Any]) -> dict[str, Any] | None:
                      "ci": "n/a" if ci is None else f"[{num(ci[0])}, {num(ci[1])}]",
                      "labelled": f"{num(entry.get('n_labelled'))} of {num(entry.get('n'))}",
                      "judge": num(entry.get("judge_mean")),
-                     "method": entry.get("interval_method") or "none: fewer than 2 labelled"})
+                     "method": METHODS.get(entry.get("interval_method"),
+                                           "none: fewer than 2 labelled")})
     return {"column": strata.get("column"), "rows": rows, "note": strata.get("note")}
 
 

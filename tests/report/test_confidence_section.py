@@ -205,3 +205,54 @@ def test_the_section_in_headless_chromium(tmp_path: Path) -> None:
     finally:
         driver.quit()
     assert (tmp_path / "confidence.png").stat().st_size > 10_000
+
+
+@pytest.mark.browser
+def test_the_strata_table_in_headless_chromium(tmp_path: Path) -> None:
+    """A block stratified by a column (``run.strata``): the lead is the stratified mean, the
+    method line says so, and the table "By qtype" holds each value's mean, interval and
+    labelled count; one value without labels says "none"; a screenshot to look at."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    from harness.confidence.strata import stratify_block
+
+    rng = np.random.default_rng(9)
+    judge = {f"q{i}": float(rng.beta(2, 2)) for i in range(400)}
+    human = {k: min(1.0, v + 0.05) for k, v in list(judge.items())[:90]}
+    strata = {k: ("fact" if i % 3 else "list") for i, k in enumerate(judge)}
+    b = stratify_block(confidence_block(judge, human), judge, human, strata, "qtype", 0.95)
+    assert b["interval_method"] == "stratified"
+    summary = RunSummary.from_json({"metric": "llm_with_reference", "n_samples": 400,
+                                    "confidence": b})
+    page = tmp_path / "report.html"
+    page.write_text(run_html(summary, [], []), "utf-8")
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1200,1000"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    try:
+        driver.get(page.as_uri())
+        section = driver.find_element(By.ID, "confidence-llm_with_reference")
+        assert section.find_element(By.CSS_SELECTOR, "p.lead").text.startswith(
+            f"{b['mean']:.4f} [{b['ci'][0]:.4f}, {b['ci'][1]:.4f}]")
+        assert "stratified by qtype" in section.find_element(By.CSS_SELECTOR,
+                                                             "p.conf-method").text
+        rows = section.find_elements(By.CSS_SELECTOR, "table.strata tbody tr")
+        got = [[c.text for c in r.find_elements(By.CSS_SELECTOR, "th, td")] for r in rows]
+        want = []
+        for e in b["strata"]["values"]:
+            want.append([e["value"], f"{e['mean']:.4f}",
+                         f"[{e['ci'][0]:.4f}, {e['ci'][1]:.4f}]",
+                         f"{e['n_labelled']} of {e['n']}", f"{e['judge_mean']:.4f}",
+                         {"clt": "central limit",
+                          "bootstrap": "bootstrap (under 50 labelled)"}[e["interval_method"]]])
+        assert got == want and all(r.is_displayed() for r in rows)
+        driver.execute_script("document.querySelector('table.strata').scrollIntoView()")
+        assert driver.save_screenshot(str(tmp_path / "strata.png"))
+    finally:
+        driver.quit()
+    assert (tmp_path / "strata.png").stat().st_size > 10_000
