@@ -60,9 +60,11 @@ def ppi_intervals(rows: Sequence[dict[str, Any]], c: Any, runs: Sequence[Any],
                   values: Mapping[str, Any], metric: str, out: Path, level: float,
                   notes: list[str]) -> None:
     """Set each row's ``ci`` to its run's PPI++ interval at ``level`` when ``metric`` is a
-    PPI++ mean (the interval centred on the row's value, never the bootstrap interval of
-    the judge's scores): from the judge's ``score`` and the people's ``human_score`` in its
-    ``samples.jsonl``, as the run computed it; ``ci_method`` says which."""
+    PPI++ mean (the interval of the row's value, never the bootstrap interval of the
+    judge's scores): the run's own (``ci_low``, ``ci_high``: its bootstrap below 50 labels,
+    its stratified interval with ``run.strata``) when it was made at ``level``, else from
+    the judge's ``score`` and the people's ``human_score`` in its ``samples.jsonl``, as
+    the run computes it from 50 labels; ``ci_method`` says which."""
     from harness.confidence.ppi import ppi_mean_ci
 
     if not is_ppi(metric):
@@ -71,8 +73,12 @@ def ppi_intervals(rows: Sequence[dict[str, Any]], c: Any, runs: Sequence[Any],
     without = []
     for row in rows:
         run = by_id[row["run_id"]]
-        judged, human = values.get(row["run_id"]) or {}, human_values(c, run, metric, out)
         row["ci"], row["ci_method"] = None, PPI
+        own = logged_interval(run, metric, level)
+        if own is not None:
+            row["ci"] = own
+            continue
+        judged, human = values.get(row["run_id"]) or {}, human_values(c, run, metric, out)
         labelled = [i for i in (human or {}) if i in judged]
         rest = [v for i, v in judged.items() if i not in (human or {})]
         if human is None or len(labelled) < 2:
@@ -87,6 +93,22 @@ def ppi_intervals(rows: Sequence[dict[str, Any]], c: Any, runs: Sequence[Any],
     if without:
         notes.append(f"no human_score in samples.jsonl of {', '.join(without)}: no PPI++ "
                      f"interval for {metric}")
+
+
+def logged_interval(run: Any, metric: str, level: float) -> list[float] | None:
+    """The interval ``run`` logged beside the PPI++ mean ``metric`` (``ci_low``,
+    ``ci_high``, or ``<variant>/ci_low`` ...) when its ``run.confidence_level`` is
+    ``level``; None otherwise."""
+    lead = metric[: -len("ppi_mean")]
+    logged = run.data.metrics
+    try:
+        made_at = float(run.data.params.get("run.confidence_level", "nan"))
+    except ValueError:
+        return None
+    low, high = logged.get(f"{lead}ci_low"), logged.get(f"{lead}ci_high")
+    if low is None or high is None or not math.isclose(made_at, level):
+        return None
+    return [float(low), float(high)]
 
 
 def human_values(c: Any, run: Any, metric: str, out: Path) -> dict[str, float] | None:

@@ -243,3 +243,28 @@ def test_label_by_a_run_made_without_strata(setup: dict[str, Path], tmp_path: Pa
         f"error: label --by qtype: the run in {first.out_dir} was made without run.strata, so "
         "its rows carry no qtype value; score it again with run.strata=qtype (the verdict "
         "cache answers the judge's part for free), then draw from that run")
+
+
+@pytest.mark.slow
+def test_compare_shows_each_run_s_own_interval(setup: dict[str, Path], tmp_path: Path) -> None:
+    """Ranked by their headline (``ppi_mean``), a stratified run and a plain one of 30
+    labels (the bootstrap) each show in compare the interval the run itself reported,
+    not one recomputed another way from its rows."""
+    from harness.compare import compare
+
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    summaries = []
+    for name, extra in (("strat", ("run.strata=qtype",)), ("plain", ())):
+        result = run_cli("dataset=jsonl", f"dataset.path={setup['data']}",
+                         "metric=llm_with_reference", "judge=fixture",
+                         f"judge.labels={setup['judge']}", "run.progress=false",
+                         f"run.human_labels={setup['labels']}", "experiment_name=strata",
+                         f"hydra.job.name={name}", *extra, cwd=tmp_path,
+                         env={"MLFLOW_TRACKING_URI": store})
+        assert result.returncode == 0, result.stderr
+        summaries.append(result.summary()["confidence"])
+    assert [s["interval_method"] for s in summaries] == ["stratified", "bootstrap"]
+    ranked = compare("strata", tracking_uri=store, sweep="all", plots=False, log=False)
+    assert ranked["metric"] == "ppi_mean"
+    got = sorted((r["value"], r["ci"]) for r in ranked["rows"])
+    assert got == sorted((s["mean"], s["ci"]) for s in summaries)
