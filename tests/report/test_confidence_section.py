@@ -169,12 +169,23 @@ def test_undefined_agreement_and_missing_numbers_say_so() -> None:
     assert "labels" not in text
 
 
+def chromium() -> Any:
+    """Headless Chromium at 1,200 x 1,000, through Selenium and Debian's chromedriver."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1200,1000"):
+        options.add_argument(arg)
+    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+
+
 @pytest.mark.browser
 def test_the_section_in_headless_chromium(tmp_path: Path) -> None:
     """Drawn by a browser: the three intervals in the table and the drawing, the confusion
     matrix; a screenshot to look at (tmp_path/confidence.png)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     b = block(5)
@@ -182,12 +193,7 @@ def test_the_section_in_headless_chromium(tmp_path: Path) -> None:
                                     "confidence": b})
     page = tmp_path / "report.html"
     page.write_text(run_html(summary, [], []), "utf-8")
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1200,1000"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    driver = chromium()
     try:
         driver.get(page.as_uri())
         section = driver.find_element(By.ID, "confidence-llm_with_reference")
@@ -212,8 +218,6 @@ def test_the_strata_table_in_headless_chromium(tmp_path: Path) -> None:
     """A block stratified by a column (``run.strata``): the lead is the stratified mean, the
     method line says so, and the table "By qtype" holds each value's mean, interval and
     labelled count; one value without labels says "none"; a screenshot to look at."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     from harness.confidence.strata import stratify_block
@@ -228,12 +232,7 @@ def test_the_strata_table_in_headless_chromium(tmp_path: Path) -> None:
                                     "confidence": b})
     page = tmp_path / "report.html"
     page.write_text(run_html(summary, [], []), "utf-8")
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1200,1000"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    driver = chromium()
     try:
         driver.get(page.as_uri())
         section = driver.find_element(By.ID, "confidence-llm_with_reference")
