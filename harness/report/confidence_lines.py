@@ -48,6 +48,10 @@ def confidence_rows(summary: RunSummary) -> list[tuple[str, str]]:
     return rows
 
 
+#: Values of ``run.strata`` the console prints a line for (the rest are counted).
+MAX_STRATA_LINES = 12
+
+
 def _how(block: dict[str, Any]) -> str:
     """What the interval is, when it is not the central-limit one."""
     method = block.get("interval_method")
@@ -64,7 +68,8 @@ def strata_lines(block: dict[str, Any]) -> list[str]:
     if not isinstance(strata, dict):
         return []
     lines = []
-    for entry in strata.get("values") or []:
+    values = strata.get("values") or []
+    for entry in values[:MAX_STRATA_LINES]:
         head = f"{strata.get('column')}={entry['value']}: "
         counts = f"{entry['n_labelled']} of {entry['n']} labelled"
         if entry.get("ci") is None:
@@ -73,6 +78,9 @@ def strata_lines(block: dict[str, Any]) -> list[str]:
         low, high = entry["ci"]
         lines.append(f"{head}mean {entry['mean']:.3f} [{low:.2f}, {high:.2f}] (PPI++{_how(entry)}, "
                      f"{counts}; judge alone {entry['judge_mean']:.3f})")
+    if len(values) > MAX_STRATA_LINES:
+        lines.append(f"... and {len(values) - MAX_STRATA_LINES:,} more values of "
+                     f"{strata.get('column')} (summary.json's confidence.strata has them all)")
     if strata.get("note"):
         lines.append(str(strata["note"]))
     return lines

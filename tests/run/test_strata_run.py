@@ -268,3 +268,18 @@ def test_compare_shows_each_run_s_own_interval(setup: dict[str, Path], tmp_path:
     assert ranked["metric"] == "ppi_mean"
     got = sorted((r["value"], r["ci"]) for r in ranked["rows"])
     assert got == sorted((s["mean"], s["ci"]) for s in summaries)
+
+
+def test_many_values_print_twelve_lines_and_count_the_rest() -> None:
+    from harness.confidence.ppi import confidence_block
+    from harness.confidence.strata import stratify_block
+    from harness.report.confidence_lines import strata_lines
+
+    judge = {f"s{i:03d}": (i % 7) / 7 for i in range(300)}
+    human = {k: v for k, v in list(judge.items())[::3]}
+    strata = {k: f"v{int(k[1:]) % 20:02d}" for k in judge}
+    block = stratify_block(confidence_block(judge, human), judge, human, strata, "lang", 0.95)
+    lines = strata_lines(block)
+    assert len(lines) == 13 and lines[0].startswith("lang=v00: mean ")
+    assert lines[12] == ("... and 8 more values of lang (summary.json's confidence.strata has "
+                         "them all)")
