@@ -41,6 +41,35 @@ if "MPLCONFIGDIR" not in os.environ:
     os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="harness-tests-mpl-")
 
 
+#: Refusal suites of many cases, each running the CLI or a build in-process (about a quarter
+#: of a second a case): the default lane runs the first ``FAST_CASES`` cases of each of their
+#: parametrized tests, so every class of bad input keeps cases there; the rest are marked
+#: ``slow`` and run in the slow lane (CI runs both).
+SAMPLED = frozenset({
+    "tests/judges/test_hostile_judges.py", "tests/datasets/test_malformed_files.py",
+    "tests/datasets/test_hostile_inputs.py", "tests/config/test_setting_ranges.py",
+    "tests/tracking/test_broken_stores.py", "tests/config/test_options.py",
+    "tests/core/test_trust.py", "tests/config/test_override_syntax.py",
+    "tests/config/test_config_errors.py", "tests/datasets/test_trec_as_trec_eval.py",
+})
+FAST_CASES = 3
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the cases of ``SAMPLED`` suites past the first ``FAST_CASES`` of their test
+    ``slow`` (before ``-m`` deselects by marker)."""
+    seen: dict[tuple[str, str], int] = {}
+    for item in items:
+        rel = item.path.relative_to(ROOT).as_posix()
+        if rel not in SAMPLED or not hasattr(item, "callspec"):
+            continue
+        key = (rel, getattr(item, "originalname", item.name))
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > FAST_CASES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A selected ``shared_data`` test whose data is missing fails in one line, never skips:
