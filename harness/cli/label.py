@@ -185,13 +185,9 @@ def _plan_line(p: Any, variant: str | None) -> str:
 
 def _level(run_dir: Path) -> float:
     """The run's ``run.confidence_level`` (its ``config.yaml``), else 0.95."""
-    import yaml
+    from harness.confidence.sheet import run_setting
 
-    try:
-        cfg = yaml.safe_load((run_dir / "config.yaml").read_text("utf-8"))
-        level = cfg["run"]["confidence_level"]
-    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
-        return 0.95
+    level = run_setting(run_dir, "confidence_level")
     ok = isinstance(level, int | float) and not isinstance(level, bool) and 0 < level < 1
     return float(level) if ok else 0.95
 

@@ -187,15 +187,20 @@ def _draw_by(
     return drawn, {v: {"population": len(groups[v]), "drawn": counts[v]} for v in sorted(groups)}
 
 
-def _run_strata(run_dir: str | Path) -> str | None:
-    """The run's ``run.strata`` (its ``config.yaml``); None without."""
+def run_setting(run_dir: str | Path, key: str) -> Any:
+    """The run's ``run.<key>`` as its ``config.yaml`` holds it; None when it cannot say."""
     import yaml
 
     try:
         cfg = yaml.safe_load((Path(run_dir) / "config.yaml").read_text("utf-8"))
-        column = cfg["run"].get("strata")
+        return cfg["run"].get(key)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, yaml.YAMLError):
         return None
+
+
+def _run_strata(run_dir: str | Path) -> str | None:
+    """The run's ``run.strata``; None without."""
+    column = run_setting(run_dir, "strata")
     return column if isinstance(column, str) else None
 
 

@@ -15,6 +15,7 @@ from harness.core.errors import ConfigError, closest
 from harness.core.protocols import Dataset
 from harness.core.text import text_problem
 from harness.core.types import RagSample
+from harness.run.confidence import put_after
 
 
 def stratify(dataset: Dataset, column: Any, who: str) -> None:
@@ -38,12 +39,5 @@ def stratify(dataset: Dataset, column: Any, who: str) -> None:
 
 def with_stratum(sample: RagSample, row: dict[str, Any]) -> None:
     """Put the sample's ``stratum`` right after the row's ``id``."""
-    if sample.stratum is None:
-        return
-    items = list(row.items())
-    row.clear()
-    for key, value in items:
-        row[key] = value
-        if key == "id":
-            row["stratum"] = sample.stratum
-    row.setdefault("stratum", sample.stratum)
+    if sample.stratum is not None:
+        put_after(row, "id", "stratum", sample.stratum)

@@ -182,6 +182,15 @@ def chromium() -> Any:
     return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
 
 
+def open_report(driver: Any, folder: Path, block: dict[str, Any], n: int) -> None:
+    """Write the report.html of a run of ``n`` samples with ``block`` and open it."""
+    summary = RunSummary.from_json({"metric": "llm_with_reference", "n_samples": n,
+                                    "confidence": block})
+    page = folder / "report.html"
+    page.write_text(run_html(summary, [], []), "utf-8")
+    driver.get(page.as_uri())
+
+
 @pytest.mark.browser
 def test_the_section_in_headless_chromium(tmp_path: Path) -> None:
     """Drawn by a browser: the three intervals in the table and the drawing, the confusion
@@ -189,13 +198,9 @@ def test_the_section_in_headless_chromium(tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     b = block(5)
-    summary = RunSummary.from_json({"metric": "llm_with_reference", "n_samples": 600,
-                                    "confidence": b})
-    page = tmp_path / "report.html"
-    page.write_text(run_html(summary, [], []), "utf-8")
     driver = chromium()
     try:
-        driver.get(page.as_uri())
+        open_report(driver, tmp_path, b, 600)
         section = driver.find_element(By.ID, "confidence-llm_with_reference")
         cis = [c.text for c in section.find_elements(By.CSS_SELECTOR, "table.intervals td.ci")]
         assert cis == [interval(b["ci"]), interval(b["labels_only_ci"]),
@@ -228,13 +233,9 @@ def test_the_strata_table_in_headless_chromium(tmp_path: Path) -> None:
     strata = {k: ("fact" if i % 3 else "list") for i, k in enumerate(judge)}
     b = stratify_block(confidence_block(judge, human), judge, human, strata, "qtype", 0.95)
     assert b["interval_method"] == "stratified"
-    summary = RunSummary.from_json({"metric": "llm_with_reference", "n_samples": 400,
-                                    "confidence": b})
-    page = tmp_path / "report.html"
-    page.write_text(run_html(summary, [], []), "utf-8")
     driver = chromium()
     try:
-        driver.get(page.as_uri())
+        open_report(driver, tmp_path, b, 400)
         section = driver.find_element(By.ID, "confidence-llm_with_reference")
         assert section.find_element(By.CSS_SELECTOR, "p.lead").text.startswith(
             f"{b['mean']:.4f} [{b['ci'][0]:.4f}, {b['ci'][1]:.4f}]")
