@@ -58,7 +58,12 @@ def retriever_args(name: str, *extra: str) -> tuple[str, ...]:
 
 
 def lines_of(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text("utf-8").splitlines()] if path.exists() else []
+    """The finished rows of a file still being written: a last line without its newline is
+    a row cut mid-write, not yet a row (as ``kept`` counts them)."""
+    if not path.exists():
+        return []
+    text = path.read_text("utf-8")
+    return [json.loads(x) for x in text[:text.rfind("\n") + 1].splitlines()]
 
 
 def wait_for_rows(path: Path, n: int, proc: subprocess.Popen[str]) -> None:
