@@ -7,6 +7,12 @@ request the real run would send is counted and answered with a well-formed reply
 its reply schema (``harness.judges.expect``), so the metric goes on as it would (a listwise sample's
 explanation call is built from it). Nothing contacts the endpoint: no preflight, no request.
 
+A request an earlier run sent in a Batch API batch that is still running (``judge.batch``,
+the cache's ``batch_lines``) is counted apart (``in_running_batches``): with
+``judge.batch=true`` the run waits for that batch and sends the request again only if the
+batch is lost, so it is not among the requests to send or pay; a realtime run pays for it
+again, and a note says so.
+
 What a dry run assumes, and says in ``estimate.json``: every verdict of a made-up reply says
 "relevant"; its reasons are as long as the cache's earlier replies of this variant and
 prompt made them (else ``expect.REASON_CHARS``); the provider's prompt caching is not counted.
@@ -15,6 +21,7 @@ prompt made them (else ``expect.REASON_CHARS``); the provider's prompt caching i
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -29,6 +36,10 @@ from harness.judges.replies.read import tokens
 from harness.judges.replies.schemas import schema
 from harness.judges.tokens import TokenCounter, counter_for
 from harness.judges.transport.chat import ChatTransport
+
+#: The running batch an earlier run sent the request about to be built in (``None``: none),
+#: set by ``DryStore.claim`` and read by ``DryRun.complete`` in the same task.
+_IN_BATCH: contextvars.ContextVar[str | None] = contextvars.ContextVar("in_batch", default=None)
 
 
 class DryStore:
@@ -75,9 +86,12 @@ class DryStore:
         return hit
 
     async def claim(self, key: str, seen: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """The key is asked for: a stored reply got for it was not usable (asked again)."""
+        """The key is asked for: a stored reply got for it was not usable (asked again);
+        whether an earlier run's batch still running holds it is noted for ``complete``."""
         if key in self._found:
             self._hits[key] -= 1
+        inner = await self._open()
+        _IN_BATCH.set(None if inner is None else await inner.lines.pending(key))
         return None
 
     async def put(self, key: str, value: dict[str, Any], *, model: str, prompt_sha: str,
@@ -137,7 +151,7 @@ class GoesDry:
         verdict cache only read, no Batch API (a batch's price comes from the same
         requests); returns what it counts."""
         run = DryRun(self.transport.model, self.cache_path, self.cache_url,
-                     self.cache_enabled)
+                     self.cache_enabled, batch=self.batcher is not None)
         run.transport = self.transport = DryTransport(self.transport, run)
         run.store = DryStore(run) if self.cache_enabled else None
         if run.store is not None:
@@ -166,16 +180,19 @@ class DryRun:
     Args:
         model: The model the requests name.
         cache_path, cache_url: The judge's verdict cache; ``cache_on``: whether it has one.
+        batch: Whether the run would send through the Batch API (``judge.batch``).
     """
 
     model: str
     cache_path: str | None
     cache_url: str | None
     cache_on: bool
+    batch: bool = False
     transport: Any = None
     store: DryStore | None = None
     sent: dict[str, Counts] = field(default_factory=dict)
     repeated: int = 0
+    in_batches: Counter[str] = field(default_factory=Counter)  # requests, by running batch
     history: History = field(default_factory=History)
     _counter: TokenCounter | None = None
 
@@ -192,11 +209,17 @@ class DryRun:
 
     def complete(self, messages: list[dict[str, str]], kind: Kind,
                  items: int | None = None) -> Completion:
-        """Count one request the real run would send; make up its reply from its schema."""
+        """Count one request the real run would send (or, in batch mode, wait for in an
+        earlier run's running batch); make up its reply from its schema."""
         node = schema(kind, items, self.model)
         reply = synthetic(node, filler(self.reason_chars(kind)))
         content = json.dumps(reply, ensure_ascii=False)
-        counts = self.sent.setdefault(kind, Counts())
+        running = _IN_BATCH.get()
+        _IN_BATCH.set(None)
+        if running is not None:
+            self.in_batches[running] += 1
+        counts = (Counts() if running is not None and self.batch
+                  else self.sent.setdefault(kind, Counts()))
         prompt, done = self.counter.request(messages), self.counter.text(content)
         counts.requests += 1
         counts.prompt_tokens += prompt
@@ -221,12 +244,16 @@ class DryRun:
                              "completion_tokens": expected}
             sources.append(f"{kind}: {source}")
         billed = sum(c.requests for c in self.sent.values())
+        running = sum(self.in_batches.values())
         return {
             "model": self.model,
-            "requests": billed + len(taken) + self.repeated,
+            "requests": billed + len(taken) + self.repeated + (running if self.batch else 0),
             "cached_requests": len(taken),
             "repeated_requests": self.repeated,
             "billed_requests": billed,
+            "in_running_batches": running if self.batch else 0,
+            "billed_though_in_batches": 0 if self.batch else running,
+            "running_batches": sorted(self.in_batches),
             "prompt_tokens": sum(k["prompt_tokens"] for k in by_kind.values()),
             "completion_tokens": sum(k["completion_tokens"] for k in by_kind.values()),
             "by_kind": by_kind,

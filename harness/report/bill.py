@@ -101,6 +101,8 @@ def _needs(e: Mapping[str, Any]) -> str:
     """One estimate's requests, tokens, cost and time in a line."""
     cached = f", {e['cached_requests']:,} in the verdict cache" if e["cached_requests"] else ""
     repeats = (f", {e['repeated_requests']:,} repeats" if e.get("repeated_requests") else "")
+    if e.get("in_running_batches"):
+        repeats += f", {e['in_running_batches']:,} in running batches"
     cost = e.get("cost_usd")
     if not e["billed_requests"]:
         money = "nothing to pay"

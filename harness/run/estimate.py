@@ -27,7 +27,7 @@ ESTIMATE = "estimate.json"
 ASSUMED_LATENCY_S = 2.0
 #: Counts that add up over variants and over a sweep's jobs.
 ADDED = ("requests", "cached_requests", "repeated_requests", "billed_requests",
-         "prompt_tokens", "completion_tokens")
+         "in_running_batches", "prompt_tokens", "completion_tokens")
 
 
 @dataclass
@@ -144,6 +144,7 @@ def dry_run(parts: Parts, job: Job) -> Estimate:
         estimate.n_samples = sum(len(b) for b in parts.dataset.batches(size, limit))
     for name, run in runs.items():
         estimate.variants[name] = priced(run.report())
+    estimate.notes += running_batch_notes(estimate.variants)
     offline = sorted(set(judges) - set(runs))
     if offline:
         estimate.notes.append(f"{', '.join(offline)}: the judge answers offline "
@@ -152,6 +153,32 @@ def dry_run(parts: Parts, job: Job) -> Estimate:
         estimate.notes.append(f"metric {estimate.metric} asks no judge: no request, "
                               "nothing to pay")
     return estimate
+
+
+def running_batch_notes(variants: dict[str, dict[str, Any]]) -> list[str]:
+    """What becomes of the requests an earlier run sent in Batch API batches still running:
+    waited for (``judge.batch=true``), or paid for again (realtime)."""
+    notes = []
+    for name, v in variants.items():
+        ids = v.get("running_batches") or []
+        if not ids:
+            continue
+        listed = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        which = f"{name}: " if len(variants) > 1 else ""
+        if v.get("in_running_batches"):
+            notes.append(
+                f"{which}{v['in_running_batches']:,} request(s) are in Batch API batches an "
+                f"earlier run created and that are still running ({listed}): the run waits "
+                "for them and sends a request again only if its batch fails, expires or is "
+                "cancelled; they are not among the requests to send, and the provider bills "
+                "them as those batches finish")
+        elif v.get("billed_though_in_batches"):
+            notes.append(
+                f"{which}{v['billed_though_in_batches']:,} request(s) are in Batch API batches "
+                f"an earlier run created and that are still running ({listed}): this realtime "
+                "run sends and pays for them again; with judge.batch=true it would wait for "
+                "them instead")
+    return notes
 
 
 def sweep_estimate(sweep_dir: Path) -> dict[str, Any]:

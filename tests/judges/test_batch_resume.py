@@ -5,6 +5,7 @@ clock) and on PostgreSQL (heavy lane: a real server)."""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -69,6 +70,51 @@ def test_a_killed_run_run_again_resumes_its_batch(tmp_path: Path, signum: int) -
     judge = again.summary()["judge"]
     assert judge["batches"] == 0 and judge["batch_requests"] == N_CHUNKS
     assert judge["batch_ids"] == []  # it created none; it answered from the earlier one
+
+
+def estimate_of(result) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads((result.out_dir / "estimate.json").read_text("utf-8"))
+
+
+@pytest.mark.slow
+def test_a_dry_run_counts_the_requests_an_earlier_run_s_batch_still_holds(
+        tmp_path: Path) -> None:
+    cache = f"judge.cache_path={tmp_path / 'verdicts.sqlite'}"
+    with JudgeServer(sample_labels(), batch_seconds=3600) as server:
+        proc = start_cli(*command(server, cache), cwd=tmp_path)
+        wait_for_batch(server, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        [batch_id] = server.batch_api.batches
+        asked = server.stats.requests
+
+        dry = run_cli(*command(server, cache), "run.dry_run=true", cwd=tmp_path)
+        waited = estimate_of(dry)
+        assert server.stats.requests == asked and server.stats.batches_created == 1
+        assert waited["in_running_batches"] == waited["requests"] == N_CHUNKS
+        assert waited["billed_requests"] == waited["prompt_tokens"] == 0
+        assert waited["variants"]["llm_with_reference"]["running_batches"] == [batch_id]
+        assert f"{N_CHUNKS} in running batches" in dry.stdout
+        assert any(f"still running ({batch_id}): the run waits for them" in n
+                   for n in waited["notes"]), waited["notes"]
+
+        realtime = run_cli(*command(server, cache), "judge.batch=false", "run.dry_run=true",
+                           cwd=tmp_path)
+        paid = estimate_of(realtime)
+        assert paid["in_running_batches"] == 0
+        assert paid["billed_requests"] == paid["requests"] == N_CHUNKS
+        [note] = paid["notes"]
+        assert note.startswith(f"{N_CHUNKS} request(s) are in Batch API batches") and \
+            "this realtime run sends and pays for them again" in note
+
+        server.configure(batch_seconds=0.2)
+        again = run_cli_subprocess(*command(server, cache), cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert server.stats.batches_created == 1 and server.stats.billed_requests == N_CHUNKS
+        after = estimate_of(run_cli(*command(server, cache), "run.dry_run=true", cwd=tmp_path))
+    assert after["cached_requests"] == after["requests"] == N_CHUNKS
+    assert after["in_running_batches"] == 0 and after["notes"] == []
 
 
 @pytest.fixture(scope="module")
