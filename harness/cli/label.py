@@ -4,6 +4,7 @@
     harness label outputs/2026-12-04/10-00-00 150 --seed 7 --out sheets/dl19
     harness label outputs/2026-12-04/10-00-00 --width 0.03    # as many as give ±0.03
     harness label outputs/2026-12-04/10-00-00 120 --by qtype  # per value of run.strata
+    harness label outputs/2026-12-04/10-00-00 --width 0.03 --by qtype
 
 The draw is a seeded uniform sample of N of the run's samples (those with retrieved
 chunks). With --width W instead of N it is as many as give the PPI++ interval a half-width
@@ -11,7 +12,8 @@ of W, worked out from the run's judge scores and the labels it has so far (a lab
 run's human scores: the sheet then holds those samples too, filled in, and draws the rest);
 without labels it assumes the judge does not help and says so. With --by COLUMN (the
 run's run.strata) the N are shared among the column's values in proportion to their samples,
-at least 2 each, and drawn uniformly within each. The sheet (``labels.csv``
+at least 2 each, and drawn uniformly within each; with --width too, the total is the
+smallest so shared that gives the stratified interval that half-width. The sheet (``labels.csv``
 and ``labels.jsonl``, one row per retrieved chunk with an empty ``relevant`` column) and the
 draw (``draw.json``: seed and drawn ids) go into the out folder, which must not hold a sheet
 already. Texts the run cut (``run.row_text_chars``) are taken whole from its dataset's
@@ -88,8 +90,8 @@ def parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--width", type=_width, default=None, metavar="W",
                    help="draw as many as give the interval a half-width of W (e.g. 0.03)")
     p.add_argument("--by", default=None, metavar="COLUMN",
-                   help="draw within each value of the run's run.strata column (N shared in "
-                   "proportion, at least 2 each)")
+                   help="draw within each value of the run's run.strata column (N, or the "
+                   "number --width needs, shared in proportion, at least 2 each)")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the draw (default 0)")
     p.add_argument("--out", default=None, help=f"folder for the sheet (default "
                    f"RUN_DIR/{DEFAULT_OUT}); refused when it already holds a sheet")
@@ -103,12 +105,11 @@ def main(argv: list[str] | None = None, prog: str = "harness label") -> int:
     if (args.n is None) == (args.width is None):
         p.error("give N (how many samples to draw) or --width W (a half-width), not "
                 + ("both" if args.n is not None else "neither"))
-    if args.by is not None and args.width is not None:
-        p.error("--by draws N samples per value of a column; give N, not --width")
     with stops("harness label", "no sheet was written"):
         try:
             if args.width is not None:
-                return write_width(Path(args.run_dir), args.width, args.seed, args.out)
+                return write_width(Path(args.run_dir), args.width, args.seed, args.out,
+                                   args.by)
             return write(Path(args.run_dir), args.n, args.seed, args.out, args.by)
         except HarnessError as e:
             print(f"error: {redact(str(e))}", file=sys.stderr)
@@ -126,38 +127,77 @@ def write(run_dir: Path, n: int, seed: int, out: str | None, by: str | None = No
 
     folder = _free_folder(run_dir, out)
     sheet = draw_sheet(run_dir, n, seed, by=by)
-    drew = f"drew {n}"
-    if by is not None:
-        drew += f" by {by} (" + ", ".join(
-            f"{v} {c['drawn']} of {c['population']}" for v, c in sheet.record["strata"].items()
-        ) + ")"
-    return _write(run_dir, folder, sheet, drew)
+    return _write(run_dir, folder, sheet, f"drew {n}" + _drawn_by(sheet, by))
 
 
-def write_width(run_dir: Path, width: float, seed: int, out: str | None) -> int:
-    """Work out how many labelled samples give a half-width of ``width``, say so, and draw
-    the ones still missing; the exit code."""
-    from harness.confidence.plan import run_plan
-    from harness.confidence.sheet import draw_sheet, run_rows, sheet_rows
+def write_width(run_dir: Path, width: float, seed: int, out: str | None,
+                by: str | None = None) -> int:
+    """Work out how many labelled samples give a half-width of ``width`` (shared among the
+    values of ``by``), say so, and draw the ones still missing; the exit code."""
+    from harness.confidence.plan import run_plan, run_strata_plan
+    from harness.confidence.sheet import draw_sheet, row_strata, run_rows, sheet_rows
 
     folder = _free_folder(run_dir, out)
     rows = list(run_rows(run_dir))
     level = _level(run_dir)
-    got = run_plan(rows, width, level)
+    by_id = {str(r["id"]): r for r in rows}
+    counts: dict[str, int] | None = None
+    if by is None:
+        got: Any = run_plan(rows, width, level)
+        said = _plan_line(got.plan, got.variant)
+    else:
+        strata = row_strata(by_id, list(by_id), by, run_dir)
+        got = run_strata_plan(rows, width, by, strata, level)
+        said = _strata_line(got.plan, got.variant)
+        counts = got.plan.counts()
     p = got.plan
-    said = _plan_line(p, got.variant)
     if p.needed is None:
         raise ConfigError(f"label: {said}")
     print(said)
     if p.more == 0:
         print(f"the {p.labelled} labelled so far give about ±{width:g} already: nothing to draw")
         return 0
-    by_id = {str(r["id"]): r for r in rows}
     carried = {k: v for k, v in got.carried.items()
                if k in by_id and len(sheet_rows(by_id[k])) == len(v)}
-    sheet = draw_sheet(run_dir, p.more or 0, seed, rows=rows, carried=carried)
-    more = f"drew {p.more}" + (" more" if carried else "")
+    sheet = draw_sheet(run_dir, p.more or 0, seed, rows=rows, carried=carried, by=by,
+                       counts=counts)
+    more = f"drew {p.more}" + (" more" if carried else "") + _drawn_by(sheet, by)
     return _write(run_dir, folder, sheet, more, carried=len(carried))
+
+
+def _drawn_by(sheet: Any, by: str | None) -> str:
+    """`` by COLUMN (value drawn of population, ...)``: what a draw by stratum took."""
+    if by is None:
+        return ""
+    return f" by {by} (" + ", ".join(
+        f"{v} {c['drawn']} of {c['population']}" for v, c in sheet.record["strata"].items()
+    ) + ")"
+
+
+def _strata_line(p: Any, variant: str | None) -> str:
+    """What a stratified plan says: the labels for the half-width, shared among the values."""
+    head = (f"±{p.width:g} at {p.level:.0%}{f' ({variant})' if variant else ''} by "
+            f"{p.column}: ")
+    if p.needed is None:
+        return (head + f"needs more labelled samples than the run's {p.total:,} scored "
+                "samples; ask for a wider interval, or score more samples")
+    flat = (f"{p.unstratified:,} unstratified" if p.unstratified is not None
+            else "unstratified: more than the run has")
+    shares = ", ".join(f"{s.value} {s.target:,} of {s.total:,}" for s in p.shares[:12])
+    if len(p.shares) > 12:
+        shares += f", and {len(p.shares) - 12} more values"
+    from harness.confidence.plan import MIN_PAIRS
+
+    own = sum(s.from_labels for s in p.shares)
+    if own == len(p.shares):
+        how = ("planned from each value's labels so far (their spread taken at its 90 % upper "
+               "bound)")
+    else:
+        how = (f"{len(p.shares) - own} of the {len(p.shares)} values have fewer than "
+               f"{MIN_PAIRS} labels so far: for them the human scores are assumed to spread as "
+               "the judge's and the judge not to help (a pilot by value tells better: harness "
+               f"label RUN_DIR 30 --by {p.column})")
+    return head + f"{p.needed:,} labelled samples ({flat}): {shares}; {how}"
 
 
 def _plan_line(p: Any, variant: str | None) -> str:

@@ -74,30 +74,57 @@ def plan(
         judge_labelled: The judge's scores of the same samples, in the same order.
         level: The interval's confidence level.
     """
-    from scipy.stats import chi2, norm
+    from scipy.stats import norm
 
     total = len(judge_scores)
     z = float(norm.ppf((1 + level) / 2))
-    n0 = len(human)
-    if n0 >= MIN_PAIRS:
-        var_y, var_f = _var(human), _var(judge_scores)
-        my, mf = sum(human) / n0, sum(judge_labelled) / n0
-        cov = sum((a - my) * (b - mf) for a, b in zip(human, judge_labelled, strict=True))
-        cov /= n0 - 1
-        lam = min(max(cov / var_f, 0.0), 1.0) if var_f > 0 else 0.0
-        residual = _var([a - lam * b for a, b in zip(human, judge_labelled, strict=True)])
-        bound = (n0 - 1) / float(chi2.ppf(1 - UPPER, n0 - 1))
-        residual *= bound
-        var_y *= bound
-        sd_f = math.sqrt(_var(judge_labelled))
-        corr = cov / math.sqrt(_var(human)) / sd_f if sd_f > 0 and _var(human) > 0 else None
-    else:
-        var_y = var_f = _var(judge_scores)
-        lam, residual, corr = 0.0, var_y, None
-    alone = math.ceil(z * z * var_y / (width * width)) if width > 0 else None
-    needed = _smallest(residual, lam * lam * var_f, (width / z) ** 2, total)
+    c = _components(judge_scores, human, judge_labelled)
+    alone = math.ceil(z * z * c.var_y / (width * width)) if width > 0 else None
+    needed = _smallest(c.residual, c.imputed, (width / z) ** 2, total)
     return Plan(width, level, needed, alone if alone is not None and alone <= total else None,
-                n0, total, n0 >= MIN_PAIRS, math.sqrt(var_y), corr, lam)
+                len(human), total, c.from_labels, math.sqrt(c.var_y), c.correlation, c.weight)
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The spreads a plan is made of: ``residual`` var(Y - lambda·Yhat) and ``imputed``
+    lambda² var(Yhat) (the two terms of Var(n)), var(Y), and how they were got."""
+
+    residual: float
+    imputed: float
+    var_y: float
+    weight: float
+    correlation: float | None
+    from_labels: bool
+
+
+def _bound(df: float) -> float:
+    """The factor that takes a variance measured with ``df`` degrees of freedom to its
+    one-sided ``UPPER`` upper bound (chi-square)."""
+    from scipy.stats import chi2
+
+    return df / float(chi2.ppf(1 - UPPER, df))
+
+
+def _components(judge_scores: Sequence[float], human: Sequence[float],
+                judge_labelled: Sequence[float], bounded: bool = True) -> _Parts:
+    """The spreads from the labelled pairs (at their upper bound; ``bounded`` False: as
+    measured) when there are ``MIN_PAIRS``, else the judge's spread standing in for the
+    humans', lambda 0."""
+    n0 = len(human)
+    if n0 < MIN_PAIRS:
+        var_y = _var(judge_scores)
+        return _Parts(var_y, 0.0, var_y, 0.0, None, False)
+    var_y, var_f = _var(human), _var(judge_scores)
+    my, mf = sum(human) / n0, sum(judge_labelled) / n0
+    cov = sum((a - my) * (b - mf) for a, b in zip(human, judge_labelled, strict=True))
+    cov /= n0 - 1
+    lam = min(max(cov / var_f, 0.0), 1.0) if var_f > 0 else 0.0
+    residual = _var([a - lam * b for a, b in zip(human, judge_labelled, strict=True)])
+    bound = _bound(n0 - 1) if bounded else 1.0
+    sd_f = math.sqrt(_var(judge_labelled))
+    corr = cov / math.sqrt(_var(human)) / sd_f if sd_f > 0 and _var(human) > 0 else None
+    return _Parts(residual * bound, lam * lam * var_f, var_y * bound, lam, corr, True)
 
 
 def _smallest(residual: float, imputed: float, target: float, total: int) -> int | None:
@@ -127,6 +154,125 @@ def halving(
     return got.more
 
 
+#: One value's scores for a stratified plan: the judge's score of each of its scored
+#: samples, the human scores of those labelled so far, and the judge's scores of the same.
+Group = tuple[Sequence[float], Sequence[float], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class Share:
+    """One value's part of a stratified plan: its scored samples, those labelled so far,
+    the labelled samples planned, and whether its own labels gave the spreads."""
+
+    value: str
+    total: int
+    labelled: int
+    target: int
+    from_labels: bool
+
+    @property
+    def more(self) -> int:
+        """Its samples still to draw."""
+        return max(self.target - self.labelled, 0)
+
+
+@dataclass(frozen=True)
+class StrataPlan:
+    """How many labelled samples, shared among a column's values, give the stratified
+    interval (``harness.confidence.strata``) a half-width; ``needed`` None: more than the
+    run has. ``unstratified``: what ``plan`` says without the strata, for comparison."""
+
+    width: float
+    level: float
+    column: str
+    needed: int | None
+    labelled: int
+    total: int
+    shares: tuple[Share, ...]
+    unstratified: int | None
+
+    @property
+    def more(self) -> int | None:
+        """Labelled samples still to draw (0 when the labels so far reach the width)."""
+        return None if self.needed is None else sum(s.more for s in self.shares)
+
+    def counts(self) -> dict[str, int]:
+        """Each value's samples still to draw."""
+        return {s.value: s.more for s in self.shares}
+
+
+def plan_strata(width: float, groups: Mapping[str, Group], column: str,
+                level: float = 0.95) -> StrataPlan:
+    """The labelled samples that give the stratified PPI++ interval the half-width
+    ``width``: the smallest total that, shared among the values as ``harness label --by``
+    shares it (``strata.allocate``: in proportion to their samples, at least 2 each; a
+    value keeps the labels it has when that is more), brings
+    Var = sum(w_h² · Var_h(n_h)) to (width / z)², each value's Var_h as ``plan`` reckons it
+    from its own labelled pairs (``MIN_PAIRS``), else from its judge scores (the judge
+    assumed not to help; the run's spread where the judge gave the value one score).
+
+    The spreads measured from labels are taken at one upper bound for them all, with the
+    Satterthwaite degrees of freedom of the stratified variance (sum of w_h·r_h, each
+    measured from its value's labels): bounding each value's own small pilot would ask for
+    more labels than the whole pilot's spread warrants."""
+    from scipy.stats import norm
+
+    from harness.confidence.strata import allocate
+
+    z = float(norm.ppf((1 + level) / 2))
+    target = (width / z) ** 2
+    sizes = {v: len(g[0]) for v, g in groups.items() if g[0]}
+    total = sum(sizes.values())
+    pooled = _var([x for g in groups.values() for x in g[0]])
+    parts: dict[str, _Parts] = {}
+    for value in sizes:
+        got = _components(*groups[value], bounded=False)
+        if not got.from_labels and got.var_y == 0:
+            got = _Parts(pooled, 0.0, pooled, 0.0, None, False)
+        parts[value] = got
+    measured = {v: (sizes[v] / total * c.residual, len(groups[v][1]) - 1)
+                for v, c in parts.items() if c.from_labels}
+    spread = sum(u for u, _ in measured.values())
+    if spread > 0:
+        bound = _bound(spread ** 2 / sum(u * u / df for u, df in measured.values()))
+        parts.update({v: _Parts(parts[v].residual * bound, parts[v].imputed,
+                                parts[v].var_y * bound, parts[v].weight,
+                                parts[v].correlation, True) for v in measured})
+    labelled = {v: min(len(groups[v][1]), sizes[v]) for v in sizes}
+
+    def shares(n: int) -> dict[str, int]:
+        planned = allocate(sizes, n, column)
+        return {v: max(planned[v], labelled[v]) for v in sizes}
+
+    def variance(counts: Mapping[str, int]) -> float:
+        out = 0.0
+        for v, n_h in counts.items():
+            m, c = sizes[v], parts[v]
+            term = c.residual / m if n_h >= m else c.residual / n_h + c.imputed / (m - n_h)
+            out += (m / total) ** 2 * term
+        return out
+
+    low, high = sum(min(2, m) for m in sizes.values()), total
+    needed: dict[str, int] | None = None
+    if total and variance(shares(high)) <= target:
+        while low < high:  # the smallest total that reaches it
+            mid = (low + high) // 2
+            if variance(shares(mid)) <= target:
+                high = mid
+            else:
+                low = mid + 1
+        needed = shares(low)
+    flat = plan(width, [x for g in groups.values() for x in g[0]],
+                [x for g in groups.values() for x in g[1]],
+                [x for g in groups.values() for x in g[2]], level)
+    return StrataPlan(
+        width, level, column, None if needed is None else sum(needed.values()),
+        sum(labelled.values()), total,
+        tuple(Share(v, sizes[v], labelled[v], needed[v] if needed else sizes[v],
+                    parts[v].from_labels) for v in sorted(sizes)),
+        flat.needed)
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """A plan from a finished run's rows: the plan, the variant it is for (None: a run of
@@ -143,9 +289,49 @@ def run_plan(rows: Sequence[Mapping[str, Any]], width: float, level: float = 0.9
     ``human_score`` beside it. With several variants (``variants.<name>``), those that have
     human scores (else all) are planned and the one that needs the most labels is kept.
     A ``ConfigError`` when the run has too few scores to tell."""
-    variants = sorted({str(k) for r in rows for k in (r.get("variants") or {})})
-    names: list[str | None] = [*variants] or [None]
     plans: list[tuple[Plan, str | None]] = []
+    for name, judge, human in _scores(rows):
+        plans.append((_checked(width, judge, human, level, name), name))
+    labelled = [p for p in plans if p[0].from_labels]
+    chosen, name = max(labelled or plans, key=lambda p: (p[0].needed is None, p[0].needed or 0))
+    return RunPlan(chosen, name, _carried(rows))
+
+
+@dataclass(frozen=True)
+class RunStrataPlan:
+    """A stratified plan from a finished run's rows (as ``RunPlan``)."""
+
+    plan: StrataPlan
+    variant: str | None
+    carried: dict[str, list[int]]
+
+
+def run_strata_plan(rows: Sequence[Mapping[str, Any]], width: float, column: str,
+                    strata: Mapping[str, str], level: float = 0.95) -> RunStrataPlan:
+    """``run_plan`` shared among the values of ``column`` (``strata``: each sample's value,
+    by id): the variant that needs the most labels is kept."""
+    plans: list[tuple[StrataPlan, str | None]] = []
+    for name, judge, human in _scores(rows):
+        _checked(width, judge, human, level, name)  # too few scores, or one score throughout
+        groups: dict[str, tuple[list[float], list[float], list[float]]] = {}
+        for key, score in judge.items():
+            group = groups.setdefault(strata[key], ([], [], []))
+            group[0].append(score)
+            if key in human:
+                group[1].append(human[key])
+                group[2].append(score)
+        plans.append((plan_strata(width, groups, column, level), name))
+    chosen, name = max(plans, key=lambda p: (p[0].needed is None, p[0].needed or 0))
+    return RunStrataPlan(chosen, name, _carried(rows))
+
+
+def _scores(rows: Sequence[Mapping[str, Any]]
+            ) -> list[tuple[str | None, dict[str, float], dict[str, float]]]:
+    """Per variant (None: a run of one; with several, each ``variants.<name>``): the
+    judge's score and the human score of each sample, by id."""
+    variants = sorted({str(k) for r in rows for k in (r.get("variants") or {})})
+    out: list[tuple[str | None, dict[str, float], dict[str, float]]] = []
+    names: list[str | None] = [*variants] or [None]
     for name in names:
         judge: dict[str, float] = {}
         human: dict[str, float] = {}
@@ -156,12 +342,14 @@ def run_plan(rows: Sequence[Mapping[str, Any]], width: float, level: float = 0.9
                 judge[str(row["id"])] = score
                 if given is not None:
                     human[str(row["id"])] = given
-        plans.append((_checked(width, judge, human, level, name), name))
-    labelled = [p for p in plans if p[0].from_labels]
-    chosen, name = max(labelled or plans, key=lambda p: (p[0].needed is None, p[0].needed or 0))
-    carried = {str(r["id"]): [int(v) for v in r["human_verdicts"]] for r in rows
-               if isinstance(r.get("human_verdicts"), list)}
-    return RunPlan(chosen, name, carried)
+        out.append((name, judge, human))
+    return out
+
+
+def _carried(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """The samples labelled so far, with their human verdicts (rank order)."""
+    return {str(r["id"]): [int(v) for v in r["human_verdicts"]] for r in rows
+            if isinstance(r.get("human_verdicts"), list)}
 
 
 def _number(value: Any) -> float | None:

@@ -110,7 +110,7 @@ def sheet_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
 def draw_sheet(run_dir: str | Path, n: int, seed: int,
                rows: Sequence[dict[str, Any]] | None = None,
                carried: Mapping[str, Sequence[int]] | None = None,
-               by: str | None = None) -> Sheet:
+               by: str | None = None, counts: Mapping[str, int] | None = None) -> Sheet:
     """Draw ``n`` samples of the finished run in ``run_dir`` with ``seed``: the sheet's rows
     and the draw's record (seed, drawn ids, the run and its rows' sha256). ``rows``: the
     run's rows when the caller has read them already.
@@ -121,7 +121,8 @@ def draw_sheet(run_dir: str | Path, n: int, seed: int,
     among the drawn (a uniform draw from the rest added to a uniform draw is one).
 
     ``by``: the run's ``run.strata`` column: the draw is uniform within each value of it,
-    ``n`` shared among them by ``strata.allocate``; ``draw.json`` records the counts."""
+    ``n`` shared among them by ``strata.allocate`` (or as ``counts`` says: a plan's);
+    ``draw.json`` records the counts."""
     rows_by_id = {str(r["id"]): r for r in (run_rows(run_dir) if rows is None else rows)}
     kept = dict(carried or {})
     eligible = [k for k, r in rows_by_id.items() if sheet_rows(r) and k not in kept]
@@ -129,7 +130,7 @@ def draw_sheet(run_dir: str | Path, n: int, seed: int,
     if by is None:
         drawn = draw(eligible, n, seed)
     else:
-        drawn, by_value = _draw_by(rows_by_id, eligible, n, seed, by, run_dir)
+        drawn, by_value = _draw_by(rows_by_id, eligible, n, seed, by, run_dir, counts)
     chosen = set(drawn)
     lines = []
     for k, verdicts in kept.items():
@@ -153,14 +154,10 @@ def draw_sheet(run_dir: str | Path, n: int, seed: int,
     return Sheet(lines, record)
 
 
-def _draw_by(
-    rows_by_id: Mapping[str, dict[str, Any]], eligible: Sequence[str], n: int, seed: int,
-    by: str, run_dir: str | Path,
-) -> tuple[list[str], dict[str, dict[str, int]]]:
-    """A seeded uniform draw within each value of the rows' ``stratum`` (the run's
-    ``run.strata`` must be ``by``), and per value its samples and how many were drawn."""
-    from harness.confidence.strata import allocate
-
+def row_strata(rows_by_id: Mapping[str, Mapping[str, Any]], ids: Sequence[str], by: str,
+               run_dir: str | Path) -> dict[str, str]:
+    """Each of ``ids``' value of ``by`` (its row's ``stratum``); refused in one line when
+    the run's ``run.strata`` is not ``by`` or a row has none."""
     column = _run_strata(run_dir)
     if column != by:
         made = (f"was stratified by {column!r}{closest(by, [column])}" if column
@@ -169,17 +166,36 @@ def _draw_by(
             f"label --by {by}: the run in {run_dir} {made}, so its rows carry no {by} value; "
             f"score it again with run.strata={by} (the verdict cache answers the judge's part "
             "for free), then draw from that run")
-    groups: dict[str, list[str]] = {}
-    for k in eligible:
+    out: dict[str, str] = {}
+    for k in ids:
         value = rows_by_id[k].get("stratum")
         if not isinstance(value, str):
             raise DatasetError(str(Path(run_dir) / "samples.jsonl"),
                                f"row {k!r} has no stratum: the rows were not written by a run "
                                f"with run.strata={by}", field="stratum")
+        out[k] = value
+    return out
+
+
+def _draw_by(
+    rows_by_id: Mapping[str, dict[str, Any]], eligible: Sequence[str], n: int, seed: int,
+    by: str, run_dir: str | Path, counts: Mapping[str, int] | None = None,
+) -> tuple[list[str], dict[str, dict[str, int]]]:
+    """A seeded uniform draw within each value of the rows' ``stratum`` (the run's
+    ``run.strata`` must be ``by``), and per value its samples and how many were drawn.
+    ``counts``: how many to draw from each value (a plan's), else ``n`` shared by
+    ``strata.allocate``."""
+    from harness.confidence.strata import allocate
+
+    groups: dict[str, list[str]] = {}
+    for k, value in row_strata(rows_by_id, eligible, by, run_dir).items():
         groups.setdefault(value, []).append(k)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"label: expected a number of samples from 1, got {n!r}")
-    counts = allocate({v: len(ids) for v, ids in groups.items()}, n, by)
+    if counts is not None:
+        counts = {v: min(counts.get(v, 0), len(ids)) for v, ids in groups.items()}
+    else:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"label: expected a number of samples from 1, got {n!r}")
+        counts = allocate({v: len(ids) for v, ids in groups.items()}, n, by)
     rng = random.Random(seed)
     drawn: list[str] = []
     for value in sorted(groups):

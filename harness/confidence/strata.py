@@ -10,6 +10,8 @@ large one), and its interval is normal with the standard error
 ``sqrt(sum(w_h**2 * se_h**2))``, each ``se_h`` read off its stratum's interval: half its width
 over the quantile it was made with (the normal one, or for a bootstrap interval the Student's
 t quantile it was widened by). The labels-only mean and interval are combined the same way.
+``labels_to_halve_width`` is then the stratified plan's (``plan.plan_strata``): more labels
+shared among the values as ``harness label --by`` shares them.
 
 A stratum with fewer than 2 labelled samples it scored has no interval; then the overall
 interval cannot be combined, stays the unstratified one, and the block says which strata
@@ -109,16 +111,39 @@ def stratify_block(
             f"labelled samples ({listed}): the overall interval is not stratified; label "
             f"some of each (harness label RUN_DIR N --by {column})")
     elif len(values) > 1:
-        out["unstratified"] = {k: block[k] for k in ("mean", "ci", "labels_only_mean",
-                                                    "labels_only_ci", "interval_method")}
+        out["unstratified"] = {k: block[k] for k in (
+            "mean", "ci", "labels_only_mean", "labels_only_ci", "interval_method",
+            "labels_to_halve_width")}
         out["mean"], out["ci"] = _combine(parts, level)
         out["labels_only_mean"], out["labels_only_ci"] = _combine(labels_parts, level)
         out["interval_method"] = STRATIFIED
+        out["labels_to_halve_width"] = _halving(out["ci"], scored, human_scores, strata,
+                                                column, level)
         out["interval"] = (
             f"stratified by {column}: the {len(values)} values' PPI++ means weighted by their "
             f"share of the {total:,} scored samples, a normal interval from their standard "
             "errors (each read off its value's own interval)")
     return out
+
+
+def _halving(ci: list[float], scored: Mapping[str, float], human_scores: Mapping[str, float],
+             strata: Mapping[str, str], column: str, level: float) -> int | None:
+    """More labelled samples that would halve the stratified interval's width, shared
+    among the values as ``harness label --width W --by`` shares them (``plan_strata``);
+    None with fewer than ``plan.MIN_PAIRS`` labels, or when the run has too few samples."""
+    from harness.confidence import plan
+
+    labelled = [k for k in human_scores if k in scored]
+    if len(labelled) < plan.MIN_PAIRS:
+        return None
+    groups: dict[str, tuple[list[float], list[float], list[float]]] = {}
+    for key, score in scored.items():
+        group = groups.setdefault(strata[key], ([], [], []))
+        group[0].append(score)
+        if key in human_scores:
+            group[1].append(human_scores[key])
+            group[2].append(score)
+    return plan.plan_strata((ci[1] - ci[0]) / 4, groups, column, level).more
 
 
 def allocate(sizes: Mapping[str, int], n: int, column: str) -> dict[str, int]:

@@ -105,8 +105,10 @@ def halving_line(block: dict[str, Any]) -> str | None:
     more, (low, high) = block.get("labels_to_halve_width"), block["ci"]
     half = (high - low) / 4
     if isinstance(more, int) and not isinstance(more, bool):
+        by = (f" --by {block['strata']['column']}" if block.get("interval_method") == "stratified"
+              else "")
         return (f"{more:,} more labelled samples would halve the width (to ±{half:.3f}): "
-                f"harness label RUN_DIR --width {half:.3g}")
+                f"harness label RUN_DIR --width {half:.3g}{by}")
     if block.get("n_labelled", 0) >= MIN_PAIRS and block.get("n", 0) > block["n_labelled"] + 1:
         return (f"halving the width (to ±{half:.3f}) needs more labelled samples than the "
                 f"run's {block['n']:,}")

@@ -191,3 +191,146 @@ def test_too_few_labels_so_far_are_carried_and_said(
         "that (10 needed), so this is the labels-alone number.")
     record = json.loads((tmp_path / "s" / "draw.json").read_text("utf-8"))
     assert record["carried"] == [r["id"] for r in rows[:4]] and record["n"] == n
+
+
+def by_rows(sizes: dict[str, int], labelled: int = 0, seed: int = 0) -> list[dict]:
+    """``judged_rows`` with a stratum per row: each value's samples judged by its own
+    judge (``lenient`` for the first, ``strict`` after), the first ``labelled`` of each
+    with human verdicts."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (value, size), kind in zip(sizes.items(), ("lenient", "strict", "useless"), strict=False):
+        human, judged = population(rng, size, kind)
+        for i in range(size):
+            row = {"id": f"{value}{i:04d}", "stratum": value,
+                   "score": float(ap(judged[i:i + 1])[0]),
+                   "chunks": [{"id": f"d{value}{i}-{r}", "text": "t"} for r in range(5)]}
+            if i < labelled:
+                row["human_verdicts"] = human[i].astype(int).tolist()
+                row["human_score"] = float(ap(human[i:i + 1])[0])
+            rows.append(row)
+    return rows
+
+
+def write_strata_run(folder: Path, rows: list[dict], column: str = "qtype") -> Path:
+    write_run(folder, rows)
+    (folder / "config.yaml").write_text(f"run:\n  strata: {column}\n", "utf-8")
+    return folder
+
+
+def test_width_by_value_draws_cochran_s_number_shared_in_proportion(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    rows = by_rows({"long": 600, "short": 300})
+    run = write_strata_run(tmp_path / "run", rows)
+    code, out, err = harness(monkeypatch, capsys, "label", str(run), "--width", "0.05",
+                             "--by", "qtype", "--out", str(tmp_path / "s"))
+    assert (code, err) == (0, "")
+    values = {v: [r["score"] for r in rows if r["stratum"] == v] for v in ("long", "short")}
+    want = Z * Z * sum(len(s) / 900 * statistics.variance(s) for s in values.values()) / 0.05**2
+    pooled = math.ceil(Z * Z * statistics.variance(r["score"] for r in rows) / 0.05 ** 2)
+    first, second = out.splitlines()[:2]
+    needed = int(first.split(": ", 1)[1].split(" ")[0])
+    assert abs(needed - math.ceil(want)) <= 1
+    record = json.loads((tmp_path / "s" / "draw.json").read_text("utf-8"))
+    drawn = {v: c["drawn"] for v, c in record["strata"].items()}
+    assert sum(drawn.values()) == needed == len(record["drawn"]) and record["by"] == "qtype"
+    assert abs(drawn["long"] - 2 * drawn["short"]) <= 2
+    assert first == (
+        f"±0.05 at 95% by qtype: {needed} labelled samples ({pooled} unstratified): long "
+        f"{drawn['long']} of 600, short {drawn['short']} of 300; 2 of the 2 values have fewer "
+        "than 10 labels so far: for them the human scores are assumed to spread as the "
+        "judge's and the judge not to help (a pilot by value tells better: harness label "
+        "RUN_DIR 30 --by qtype)")
+    assert second.startswith(f"drew {needed} by qtype (long {drawn['long']} of 600, short "
+                             f"{drawn['short']} of 300) of 900 samples (seed 0)")
+    by_id = {r["id"]: r["stratum"] for r in rows}
+    assert sum(by_id[k] == "short" for k in record["drawn"]) == drawn["short"]
+
+
+def test_width_by_value_plans_from_each_value_s_labels_and_carries_them(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    rows = by_rows({"long": 1500, "short": 500}, labelled=20, seed=3)
+    run = write_strata_run(tmp_path / "run", rows)
+    code, out, err = harness(monkeypatch, capsys, "label", str(run), "--width", "0.04",
+                             "--by", "qtype", "--out", str(tmp_path / "s"))
+    assert (code, err) == (0, "")
+    first = out.splitlines()[0]
+    assert first.endswith("planned from each value's labels so far (their spread taken at "
+                          "its 90 % upper bound)")
+    record = json.loads((tmp_path / "s" / "draw.json").read_text("utf-8"))
+    carried = [r["id"] for r in rows if "human_verdicts" in r]
+    assert len(carried) == 40 and record["carried"] == carried
+    needed = int(first.split(": ", 1)[1].split(" ")[0].replace(",", ""))
+    assert len(record["drawn"]) == len(set(record["drawn"])) == needed
+    drawn = {v: c["drawn"] for v, c in record["strata"].items()}
+    assert sum(drawn.values()) == needed - 40
+    assert out.splitlines()[1].startswith(
+        f"drew {needed - 40} more by qtype (long {drawn['long']} of 1480, short "
+        f"{drawn['short']} of 480) of 1960 unlabelled samples (seed 0)")
+
+
+@pytest.mark.parametrize(("config", "line"), [
+    ("run:\n  strata: null\n", "error: label --by qtype: the run in {run} was made without "
+                                "run.strata, so its rows carry no qtype value"),
+    ("run:\n  strata: lang\n", "error: label --by qtype: the run in {run} was stratified by "
+                                "'lang', so its rows carry no qtype value"),
+])
+def test_width_by_a_column_the_run_did_not_stratify_by(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        config: str, line: str) -> None:
+    run = write_strata_run(tmp_path / "run", by_rows({"a": 30, "b": 30}))
+    (run / "config.yaml").write_text(config, "utf-8")
+    code, out, err = harness(monkeypatch, capsys, "label", str(run), "--width", "0.1", "--by",
+                             "qtype", "--out", str(tmp_path / "s"))
+    assert (code, out) == (2, "") and err.startswith(line.format(run=run))
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.slow  # four judged runs of 2,000 samples
+def test_a_pilot_by_value_then_width_by_value_meets_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    """The loop by query type: a judged run of 2,000 samples whose two types the judge
+    errs on differently (calls 50 % and 10 % of the irrelevant chunks relevant), a pilot of
+    30 drawn by type, its rerun, ``--width 0.04 --by qtype`` from it, the sheet filled in,
+    and the stratified rerun's half-width at most 0.046 (1.15 times)."""
+    human = truth(2000, seed=8)
+    qtype = {k: "docs" if i % 3 == 0 else "web" for i, k in enumerate(human)}
+    judge = {**judge_verdicts({k: v for k, v in human.items() if qtype[k] == "web"}, 0.5, 9),
+             **judge_verdicts({k: v for k, v in human.items() if qtype[k] == "docs"}, 0.1, 10)}
+    data, judge_file = write_dataset(tmp_path, human), write_judge(tmp_path, judge)
+    records = [json.loads(x) for x in data.read_text("utf-8").splitlines()]
+    data.write_text("".join(json.dumps({**r, "qtype": qtype[r["id"]]}) + "\n" for r in records),
+                    "utf-8")
+    args = ("dataset=jsonl", f"dataset.path={data}", "metric=llm_with_reference",
+            "judge=fixture", f"judge.labels={judge_file}", "tracking=none", "run.report=false",
+            "run.strata=qtype")
+    first = run_cli(*args, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    code, _, err = harness(monkeypatch, capsys, "label", str(first.out_dir), "30", "--by",
+                           "qtype", "--out", str(tmp_path / "pilot"))
+    assert code == 0, err
+    pilot = _fill(tmp_path / "pilot" / "labels.csv", human, tmp_path / "pilot" / "filled.csv")
+    piloted = run_cli(*args, f"run.human_labels={pilot}", cwd=tmp_path)
+    assert piloted.returncode == 0, piloted.stderr
+    block = piloted.summary()["confidence"]
+    assert block["interval_method"] == "stratified" and block["n_labelled"] == 30
+    assert isinstance(block["labels_to_halve_width"], int)
+    more = block["labels_to_halve_width"]
+    half = (block["ci"][1] - block["ci"][0]) / 4
+    assert (f"{more:,} more labelled samples would halve the width (to ±{half:.3f}): harness "
+            f"label RUN_DIR --width {half:.3g} --by qtype") in piloted.stdout
+    code, out, err = harness(monkeypatch, capsys, "label", str(piloted.out_dir), "--width",
+                             "0.04", "--by", "qtype", "--out", str(tmp_path / "more"))
+    assert code == 0, err
+    first_line = out.splitlines()[0]
+    needed = int(first_line.split(": ", 1)[1].split(" ")[0].replace(",", ""))
+    filled = _fill(tmp_path / "more" / "labels.csv", human, tmp_path / "more" / "filled.csv")
+    final = run_cli(*args, f"run.human_labels={filled}", cwd=tmp_path)
+    assert final.returncode == 0, final.stderr
+    block = final.summary()["confidence"]
+    assert block["interval_method"] == "stratified" and block["random_draw"] is True
+    assert block["n_labelled"] == needed
+    assert (block["ci"][1] - block["ci"][0]) / 2 <= 0.046, (block["ci"], first_line)

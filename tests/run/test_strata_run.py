@@ -218,8 +218,11 @@ def test_label_by_draws_within_each_value_and_the_filled_sheet_closes_the_loop(
     (("3", "--by", "qtype"), "error: label --by qtype: 3 samples cannot give each of the 2 "
                              "values of qtype the 2 labelled samples its interval needs; ask "
                              "for at least 4"),
-    (("--width", "0.05", "--by", "qtype"), "error: harness label: --by draws N samples per "
-                                           "value of a column; give N, not --width"),
+    (("--width", "0.001", "--by", "qtype"), "error: label: ±0.001 at 95% by qtype: needs more "
+                                            "labelled samples than the run's 120 scored "
+                                            "samples; ask for a wider interval"),
+    (("--width", "0.1", "--by", "qtyp"), "error: label --by qtyp: the run in {run} was "
+                                         "stratified by 'qtype' (did you mean 'qtype'?)"),
 ])
 def test_label_by_refusals(setup: dict[str, Path], tmp_path: Path, args: tuple[str, ...],
                            said: str, monkeypatch: pytest.MonkeyPatch,
