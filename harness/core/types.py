@@ -241,19 +241,21 @@ class JudgeStats:
     timeouts: int = 0
     pauses: int = 0
     #: the Batch API (``judge.batch``): lines answered through it, and the part of the
-    #: token totals above billed at the batch price; batch jobs created, and their ids
+    #: token totals above billed at the batch price; batch jobs created, and their ids;
+    #: the ids of batches an earlier run created that this one waited for (resumed)
     batch_requests: int = 0
     batch_prompt_tokens: int = 0
     batch_cached_prompt_tokens: int = 0
     batch_completion_tokens: int = 0
     batches: int = 0
     batch_ids: list[str] = field(default_factory=list)
+    resumed_batch_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, float | None]:
         """The numeric counters (costs rounded to micro-dollars, ``None`` when unknown);
-        ``batch_ids`` is not one of them."""
+        ``batch_ids`` and ``resumed_batch_ids`` are not among them."""
         data: dict[str, Any] = asdict(self)
-        del data["batch_ids"]
+        del data["batch_ids"], data["resumed_batch_ids"]
         for name in ("cost_usd", "saved_cost_usd"):
             value = getattr(self, name)
             data[name] = None if value is None else round(value, 6)

@@ -205,7 +205,9 @@ class OpenAIJudge(GoesDry):
             "samples": self.samples,
             "vote": self.vote,
             "cache": cached.location(self.cache_path, self.cache_url, on=self.cache_enabled),
-            **({} if self.batcher is None else {"batch_ids": list(self.stats.batch_ids)}),
+            **({} if self.batcher is None else {
+                "batch_ids": list(self.stats.batch_ids),
+                "resumed_batch_ids": list(self.stats.resumed_batch_ids)}),
             **t.identity.describe(t.model),
             **({"cost_unknown": why} if (why := t.unpriced()) else {}),
         }

@@ -305,6 +305,9 @@ def test_a_stopped_run_run_again_resumes_its_batch(tmp_path, server, capsys):
     assert verdicts(results) == EXPECTED
     assert server.stats.batches_created == 1 and server.stats.batch_lines_submitted == N_LINES
     assert metric.judge.stats.batches == 0 and metric.judge.stats.batch_requests == N_LINES
+    assert first.judge.stats.resumed_batch_ids == []
+    assert metric.judge.stats.resumed_batch_ids == [batch_id] and metric.judge.stats.batch_ids == []
+    assert metric.describe()["judge"]["resumed_batch_ids"] == [batch_id]
     rows = sqlite3.connect(tmp_path / "cache.sqlite").execute(
         "SELECT COUNT(*) FROM batch_lines").fetchone()
     assert rows == (0,)  # every line settled
@@ -344,9 +347,11 @@ def test_a_batch_created_by_a_lost_answer_is_found_by_its_input_file(tmp_path, s
     stopped_after_creating(server, first, SAMPLES)
     file_pending(tmp_path, server, first.judge.stats.batch_ids[0])
     server.configure(batch_seconds=0)
-    results = score(pointwise(server, judge=batched(tmp_path)), SAMPLES)
+    again = pointwise(server, judge=batched(tmp_path))
+    results = score(again, SAMPLES)
     assert verdicts(results) == EXPECTED
     assert server.stats.batches_created == 1 and server.stats.batch_lines_submitted == N_LINES
+    assert again.judge.stats.resumed_batch_ids == first.judge.stats.batch_ids  # found by its file
 
 
 def test_an_input_file_whose_batch_was_never_created_is_sent_again(tmp_path, server):
@@ -357,9 +362,11 @@ def test_an_input_file_whose_batch_was_never_created_is_sent_again(tmp_path, ser
     file_pending(tmp_path, server, batch_id)
     del server.batch_api.batches[batch_id]  # the creation never happened
     server.configure(batch_seconds=0)
-    results = score(pointwise(server, judge=batched(tmp_path)), SAMPLES)
+    again = pointwise(server, judge=batched(tmp_path))
+    results = score(again, SAMPLES)
     assert verdicts(results) == EXPECTED
     assert server.stats.batches_created == 2 and server.stats.batch_lines_answered == N_LINES
+    assert again.judge.stats.resumed_batch_ids == [] and len(again.judge.stats.batch_ids) == 1
 
 
 # ---- settings and cost ---------------------------------------------------------------------

@@ -70,6 +70,7 @@ def test_a_killed_run_run_again_resumes_its_batch(tmp_path: Path, signum: int) -
     judge = again.summary()["judge"]
     assert judge["batches"] == 0 and judge["batch_requests"] == N_CHUNKS
     assert judge["batch_ids"] == []  # it created none; it answered from the earlier one
+    assert judge["resumed_batch_ids"] == [batch_id]
 
 
 def estimate_of(result) -> dict:

@@ -215,6 +215,8 @@ class Batcher:
                     await self.store.lines.rename(batch, found.id)
                 self._moved(batch, found.id)
                 batch = found.id
+            if batch not in self.stats.batch_ids and batch not in self.stats.resumed_batch_ids:
+                self.stats.resumed_batch_ids.append(batch)  # an earlier run's
             started = time.monotonic()
             while True:
                 got = await self.calls.retrieve(batch)
