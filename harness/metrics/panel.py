@@ -56,7 +56,10 @@ class Panel:
         if len(self.names) != len(self.members) or len(set(self.names)) != len(self.names):
             raise ValueError(f"one distinct name per member, got {self.names}")
         self.guard = guard
-        self.batch_size: int | None = None
+        #: a member whose judge sends through a Batch API scores its batch's worth at once
+        #: (each round of samples waits for its batches: one round is one wait)
+        self.batch_size: int | None = max(
+            (m.batch_size for m in self.members if m.joins_loop and m.batch_size), default=None)
         self.human_score = None  # each member says its own (``Parts.members``)
         self.joins_loop = False
         self.name = self.members[0].name

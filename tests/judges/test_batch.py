@@ -166,6 +166,21 @@ def test_the_whole_run_is_one_batch_of_samples(tmp_path, server):
         realtime.close()
 
 
+def test_a_panel_with_a_batch_judge_takes_the_whole_run_at_once_too(tmp_path, server):
+    """``metric=[a,b]`` with ``judge.batch=true``: the panel's rounds are the batch judge's
+    (the whole run), not ``run.batch_size``'s 1,024 samples, each a wait for a batch."""
+    from harness.metrics.panel import Panel
+
+    batch = pointwise(server, judge=batched(tmp_path, batch_max_requests=40_000))
+    realtime = pointwise(server)
+    both, alone = Panel([realtime, batch], ["a", "b"]), Panel([realtime], ["a"])
+    try:
+        assert both.batch_size == 40_000 and alone.batch_size is None
+    finally:
+        batch.close()
+        realtime.close()
+
+
 # ---- faults --------------------------------------------------------------------------------
 
 
