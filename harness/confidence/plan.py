@@ -205,7 +205,7 @@ def plan_strata(width: float, groups: Mapping[str, Group], column: str,
                 level: float = 0.95) -> StrataPlan:
     """The labelled samples that give the stratified PPI++ interval the half-width
     ``width``: the smallest total that, shared among the values as ``harness label --by``
-    shares it (``strata.allocate``: in proportion to their samples, at least 2 each; a
+    shares it (``allocate``: in proportion to their samples, at least 2 each; a
     value keeps the labels it has when that is more), brings
     Var = sum(w_h² · Var_h(n_h)) to (width / z)², each value's Var_h as ``plan`` reckons it
     from its own labelled pairs (``MIN_PAIRS``), else from its judge scores (the judge
@@ -216,8 +216,6 @@ def plan_strata(width: float, groups: Mapping[str, Group], column: str,
     measured from its value's labels): bounding each value's own small pilot would ask for
     more labels than the whole pilot's spread warrants."""
     from scipy.stats import norm
-
-    from harness.confidence.strata import allocate
 
     z = float(norm.ppf((1 + level) / 2))
     target = (width / z) ** 2
@@ -373,4 +371,32 @@ def _checked(width: float, judge: Mapping[str, float], human: Mapping[str, float
             f"label: the judge gave every sample the same score{which}, so its spread cannot "
             f"stand in for the labels'; draw a pilot (harness label RUN_DIR 30), label it, "
             f"rerun with it and ask for ±{width:g} again")
+    return got
+
+
+def allocate(sizes: Mapping[str, int], n: int, column: str) -> dict[str, int]:
+    """How many of ``n`` samples to draw from each value (``sizes``: its samples):
+    proportional to its size (largest remainders), at least 2 where it has 2 (so that each
+    value gets an interval), never more than it has. Too few for 2 each is refused."""
+    total = sum(sizes.values())
+    if n > total:
+        raise ConfigError(f"label: {n} samples asked for, but the run has {total} samples "
+                          "with retrieved chunks; ask for at most that many")
+    floor = {v: min(2, size) for v, size in sizes.items()}
+    if sum(floor.values()) > n:
+        raise ConfigError(
+            f"label --by {column}: {n} samples cannot give each of the {len(sizes)} values "
+            f"of {column} the 2 labelled samples its interval needs; ask for at least "
+            f"{sum(floor.values())}")
+    share = {v: n * size / total for v, size in sizes.items()}
+    got = {v: max(floor[v], min(sizes[v], int(share[v]))) for v in sizes}
+    while sum(got.values()) > n:  # the floors pushed it over: take from the largest shares
+        v = max((v for v in got if got[v] > floor[v]), key=lambda v: (got[v] - share[v], v))
+        got[v] -= 1
+    order = sorted(sizes, key=lambda v: (-(share[v] - int(share[v])), v))
+    while sum(got.values()) < n:
+        v = next(v for v in order if got[v] < sizes[v])
+        got[v] += 1
+        order.remove(v)
+        order.append(v)
     return got

@@ -121,7 +121,7 @@ def draw_sheet(run_dir: str | Path, n: int, seed: int,
     among the drawn (a uniform draw from the rest added to a uniform draw is one).
 
     ``by``: the run's ``run.strata`` column: the draw is uniform within each value of it,
-    ``n`` shared among them by ``strata.allocate`` (or as ``counts`` says: a plan's);
+    ``n`` shared among them by ``plan.allocate`` (or as ``counts`` says: a plan's);
     ``draw.json`` records the counts."""
     rows_by_id = {str(r["id"]): r for r in (run_rows(run_dir) if rows is None else rows)}
     kept = dict(carried or {})
@@ -184,8 +184,8 @@ def _draw_by(
     """A seeded uniform draw within each value of the rows' ``stratum`` (the run's
     ``run.strata`` must be ``by``), and per value its samples and how many were drawn.
     ``counts``: how many to draw from each value (a plan's), else ``n`` shared by
-    ``strata.allocate``."""
-    from harness.confidence.strata import allocate
+    ``plan.allocate``."""
+    from harness.confidence.plan import allocate
 
     groups: dict[str, list[str]] = {}
     for k, value in row_strata(rows_by_id, eligible, by, run_dir).items():

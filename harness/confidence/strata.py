@@ -144,33 +144,3 @@ def _halving(ci: list[float], scored: Mapping[str, float], human_scores: Mapping
             group[1].append(human_scores[key])
             group[2].append(score)
     return plan.plan_strata((ci[1] - ci[0]) / 4, groups, column, level).more
-
-
-def allocate(sizes: Mapping[str, int], n: int, column: str) -> dict[str, int]:
-    """How many of ``n`` samples to draw from each value (``sizes``: its samples):
-    proportional to its size (largest remainders), at least 2 where it has 2 (so that each
-    value gets an interval), never more than it has. Too few for 2 each is refused."""
-    from harness.core.errors import ConfigError
-
-    total = sum(sizes.values())
-    if n > total:
-        raise ConfigError(f"label: {n} samples asked for, but the run has {total} samples "
-                          "with retrieved chunks; ask for at most that many")
-    floor = {v: min(2, size) for v, size in sizes.items()}
-    if sum(floor.values()) > n:
-        raise ConfigError(
-            f"label --by {column}: {n} samples cannot give each of the {len(sizes)} values "
-            f"of {column} the 2 labelled samples its interval needs; ask for at least "
-            f"{sum(floor.values())}")
-    share = {v: n * size / total for v, size in sizes.items()}
-    got = {v: max(floor[v], min(sizes[v], int(share[v]))) for v in sizes}
-    while sum(got.values()) > n:  # the floors pushed it over: take from the largest shares
-        v = max((v for v in got if got[v] > floor[v]), key=lambda v: (got[v] - share[v], v))
-        got[v] -= 1
-    order = sorted(sizes, key=lambda v: (-(share[v] - int(share[v])), v))
-    while sum(got.values()) < n:
-        v = next(v for v in order if got[v] < sizes[v])
-        got[v] += 1
-        order.remove(v)
-        order.append(v)
-    return got

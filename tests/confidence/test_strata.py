@@ -13,8 +13,9 @@ import pytest
 from helpers.ppi_sim import ap, population
 from scipy.stats import binom, norm, t
 
+from harness.confidence.plan import allocate
 from harness.confidence.ppi import confidence_block
-from harness.confidence.strata import allocate, stratify_block
+from harness.confidence.strata import stratify_block
 from harness.core.errors import ConfigError
 
 ppi_py = pytest.importorskip("ppi_py")

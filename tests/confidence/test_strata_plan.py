@@ -13,9 +13,9 @@ import pytest
 from helpers.ppi_sim import ap, population
 from scipy.stats import norm
 
-from harness.confidence.plan import plan_strata
+from harness.confidence.plan import allocate, plan_strata
 from harness.confidence.ppi import confidence_block
-from harness.confidence.strata import allocate, stratify_block
+from harness.confidence.strata import stratify_block
 
 pytest.importorskip("ppi_py")
 Z = float(norm.ppf(0.975))
