@@ -181,6 +181,49 @@ def test_a_panel_with_a_batch_judge_takes_the_whole_run_at_once_too(tmp_path, se
         realtime.close()
 
 
+class FarAway:
+    """The run's verdict cache across a slow network: each lookup (a reply, a batch line)
+    waits 0-30 ms, and every seventh 0.4-0.8 s (a heavy tail), then asks the real cache."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.lines, self.asked = inner, self, 0
+        self._lines = inner.lines
+
+    async def _wait(self) -> None:
+        self.asked += 1
+        slow = self.asked % 7 == 0
+        await asyncio.sleep((0.4 + 0.05 * (self.asked % 9)) if slow else 0.003 * (self.asked % 11))
+
+    async def get(self, key: str) -> Any:
+        await self._wait()
+        return await self.inner.get(key)
+
+    async def pending(self, key: str) -> Any:
+        await self._wait()
+        return await self._lines.pending(key)
+
+    def __getattr__(self, name: str) -> Any:
+        """The store's other methods, and its lines' (``record``, ``settle``, ...), as they are."""
+        lines = ("prepare", "record", "rename", "of_batch", "settle")
+        return getattr(self._lines if name in lines else self.inner, name)
+
+
+def test_a_slow_cache_does_not_cut_the_round_into_several_batches(tmp_path, server):
+    """Requests still being looked up in a slow cache hold the queue: the round's 18 lines
+    go out as one batch, not one batch per lull."""
+    metric = pointwise(server, judge=batched(tmp_path))
+    try:
+        metric.preflight()
+        batcher = metric.judge.batcher
+        batcher.store = FarAway(batcher.store)
+        results = metric.score_batch(SAMPLES)
+    finally:
+        metric.close()
+    assert verdicts(results) == EXPECTED
+    assert batcher.store.asked >= 2 * N_LINES  # every reply and batch line looked up, slowly
+    assert server.stats.batches_created == 1 and server.stats.batch_lines_submitted == N_LINES
+
+
 # ---- faults --------------------------------------------------------------------------------
 
 

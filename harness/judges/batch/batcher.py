@@ -4,7 +4,9 @@ A request (``send``) is answered from the verdict cache when a batch answered it
 by the batch it is pending in when an earlier run sent it (the cache's ``batch_lines``:
 the same command run again after a kill resumes it, never sends it again), else it joins
 the queue. The queue goes out as one batch once no request has joined it for ``QUIET_S``
-(the run's samples have all asked), or at once at the provider's limits
+and none is still being looked up in the cache (the run's samples have all asked: a slow
+cache, a PostgreSQL server far away, does not cut the round into several batches), or at
+once at the provider's limits
 (``judge.batch_max_requests``, ``judge.batch_max_bytes``: several files side by side). A
 second round (a re-ask, contextual precision's explanation) follows as a later batch.
 
@@ -64,6 +66,7 @@ class Batcher:
         self.asks: dict[str, Ask] = {}  # by key: the requests waiting, each once
         self.queue: list[Ask] = []
         self.queued_bytes, self.last = 0, 0.0
+        self.looking = 0  # requests still being looked up in the cache: not yet queued
         self.sent: dict[str, set[str]] = {}  # batch -> keys this process sent in it
         self.watching: dict[str, asyncio.Future[None]] = {}
         self.tasks: set[asyncio.Future[None]] = set()
@@ -107,13 +110,17 @@ class Batcher:
         self.asks[key] = ask
         try:
             if self.store is not None:
-                hit = await self.store.get(key)
+                self.looking += 1
+                try:
+                    hit = await self.store.get(key)
+                    pending = None if hit is not None else await self.store.lines.pending(key)
+                finally:
+                    self.looking -= 1
                 if hit is not None:  # answered by a batch, maybe not usable: its reader says
                     usage = clean_usage(hit.get("usage"))
                     self.on_hit(usage)
                     return Completion(hit["content"], clean_logprobs(
                         {"content": hit.get("logprobs")}) if logprobs else None, usage)
-                pending = await self.store.lines.pending(key)
                 if pending is not None:
                     ask.batch = pending
                     self._watch(pending)
@@ -145,14 +152,15 @@ class Batcher:
             self._timer = asyncio.ensure_future(self._quiet())
 
     async def _quiet(self) -> None:
-        """Send the queue once no request has joined it for ``QUIET_S``."""
+        """Send the queue once no request has joined it for ``QUIET_S`` and none is being
+        looked up in the cache (it may join)."""
         try:
             while self.queue:
                 wait = self.last + QUIET_S - time.monotonic()
-                if wait <= 0:
+                if wait <= 0 and not self.looking:
                     self._flush()
                     break
-                await asyncio.sleep(wait)
+                await asyncio.sleep(wait if wait > 0 else QUIET_S)
         finally:
             self._timer = None
 
