@@ -176,6 +176,8 @@ def _drawn_by(sheet: Any, by: str | None) -> str:
 
 def _strata_line(p: Any, variant: str | None) -> str:
     """What a stratified plan says: the labels for the half-width, shared among the values."""
+    from harness.confidence.plan import MIN_PAIRS
+
     head = (f"±{p.width:g} at {p.level:.0%}{f' ({variant})' if variant else ''} by "
             f"{p.column}: ")
     if p.needed is None:
@@ -186,8 +188,6 @@ def _strata_line(p: Any, variant: str | None) -> str:
     shares = ", ".join(f"{s.value} {s.target:,} of {s.total:,}" for s in p.shares[:12])
     if len(p.shares) > 12:
         shares += f", and {len(p.shares) - 12} more values"
-    from harness.confidence.plan import MIN_PAIRS
-
     own = sum(s.from_labels for s in p.shares)
     if own == len(p.shares):
         how = ("planned from each value's labels so far (their spread taken at its 90 % upper "

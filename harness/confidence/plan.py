@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.core.errors import ConfigError
@@ -201,6 +201,20 @@ class StrataPlan:
         return {s.value: s.more for s in self.shares}
 
 
+def grouped(judge: Mapping[str, float], human: Mapping[str, float],
+            strata: Mapping[str, str]) -> dict[str, Group]:
+    """``plan_strata``'s groups: each value's judge scores, and the human and judge scores
+    of its labelled samples (``judge``, ``human``: by sample id; ``strata``: their values)."""
+    groups: dict[str, tuple[list[float], list[float], list[float]]] = {}
+    for key, score in judge.items():
+        group = groups.setdefault(strata[key], ([], [], []))
+        group[0].append(score)
+        if key in human:
+            group[1].append(human[key])
+            group[2].append(score)
+    return dict(groups)
+
+
 def plan_strata(width: float, groups: Mapping[str, Group], column: str,
                 level: float = 0.95) -> StrataPlan:
     """The labelled samples that give the stratified PPI++ interval the half-width
@@ -233,9 +247,8 @@ def plan_strata(width: float, groups: Mapping[str, Group], column: str,
     spread = sum(u for u, _ in measured.values())
     if spread > 0:
         bound = _bound(spread ** 2 / sum(u * u / df for u, df in measured.values()))
-        parts.update({v: _Parts(parts[v].residual * bound, parts[v].imputed,
-                                parts[v].var_y * bound, parts[v].weight,
-                                parts[v].correlation, True) for v in measured})
+        parts.update({v: replace(parts[v], residual=parts[v].residual * bound,
+                                 var_y=parts[v].var_y * bound) for v in measured})
     labelled = {v: min(len(groups[v][1]), sizes[v]) for v in sizes}
 
     def shares(n: int) -> dict[str, int]:
@@ -311,14 +324,7 @@ def run_strata_plan(rows: Sequence[Mapping[str, Any]], width: float, column: str
     plans: list[tuple[StrataPlan, str | None]] = []
     for name, judge, human in _scores(rows):
         _checked(width, judge, human, level, name)  # too few scores, or one score throughout
-        groups: dict[str, tuple[list[float], list[float], list[float]]] = {}
-        for key, score in judge.items():
-            group = groups.setdefault(strata[key], ([], [], []))
-            group[0].append(score)
-            if key in human:
-                group[1].append(human[key])
-                group[2].append(score)
-        plans.append((plan_strata(width, groups, column, level), name))
+        plans.append((plan_strata(width, grouped(judge, human, strata), column, level), name))
     chosen, name = max(plans, key=lambda p: (p[0].needed is None, p[0].needed or 0))
     return RunStrataPlan(chosen, name, _carried(rows))
 

@@ -136,11 +136,5 @@ def _halving(ci: list[float], scored: Mapping[str, float], human_scores: Mapping
     labelled = [k for k in human_scores if k in scored]
     if len(labelled) < plan.MIN_PAIRS:
         return None
-    groups: dict[str, tuple[list[float], list[float], list[float]]] = {}
-    for key, score in scored.items():
-        group = groups.setdefault(strata[key], ([], [], []))
-        group[0].append(score)
-        if key in human_scores:
-            group[1].append(human_scores[key])
-            group[2].append(score)
+    groups = plan.grouped(scored, human_scores, strata)
     return plan.plan_strata((ci[1] - ci[0]) / 4, groups, column, level).more
