@@ -180,7 +180,8 @@ class Share:
 class StrataPlan:
     """How many labelled samples, shared among a column's values, give the stratified
     interval (``harness.confidence.strata``) a half-width; ``needed`` None: more than the
-    run has. ``unstratified``: what ``plan`` says without the strata, for comparison."""
+    run has. ``unstratified``: what ``plan`` says without the strata, for comparison (as
+    ``needed``, never fewer than the labels so far, which are kept)."""
 
     width: float
     level: float
@@ -281,7 +282,7 @@ def plan_strata(width: float, groups: Mapping[str, Group], column: str,
         sum(labelled.values()), total,
         tuple(Share(v, sizes[v], labelled[v], needed[v] if needed else sizes[v],
                     parts[v].from_labels) for v in sorted(sizes)),
-        flat.needed)
+        None if flat.needed is None else max(flat.needed, sum(labelled.values())))
 
 
 @dataclass(frozen=True)

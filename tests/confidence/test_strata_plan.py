@@ -53,6 +53,9 @@ def test_labels_so_far_are_kept_and_only_the_rest_is_drawn() -> None:
     assert by["b"].target == 40 and by["b"].more == 0 and by["a"].labelled == 12
     assert got.more == by["a"].target - 12 == got.counts()["a"] and got.counts()["b"] == 0
     assert all(s.from_labels for s in got.shares)
+    # labels so far beyond what the width needs: both figures count the labels kept
+    wide = plan_strata(0.5, groups, "q")
+    assert wide.more == 0 and wide.needed == wide.unstratified == 52
 
 
 def test_a_width_the_run_cannot_reach_and_a_value_judged_all_alike() -> None:
